@@ -1,0 +1,1 @@
+"""SpecScope engine: models, caches, drafting policies and verification (torch only, no UI)."""
