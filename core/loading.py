@@ -1,0 +1,82 @@
+"""Load a causal LM (local folder or Hub id) safely: safetensors only, never remote code.
+
+Device "auto" picks CUDA when present; weights are fp32 on CPU (exact comparisons, and
+CPU bf16 matmuls are slower at batch 1) and bf16 on GPU.
+"""
+from __future__ import annotations
+
+import functools
+import socket
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from transformers.utils import logging as hf_logging
+
+from core.model import SUPPORTED_FAMILIES, CausalLM
+from core.train_utils import pick_device
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+DEFAULT_TARGET = str(ASSETS / "models" / "target")
+DEFAULT_DRAFT = str(ASSETS / "models" / "draft")
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message says why in one line."""
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+def _source(name: str) -> tuple[str, bool]:
+    """(what to pass to from_pretrained, whether it is a local folder)."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").exists():
+            raise ModelLoadError(f"'{name}' is a folder without config.json, not a Hugging Face model folder")
+        return str(path), True
+    if name.count("/") != 1 or name.startswith((".", "/")):
+        raise ModelLoadError(f"'{name}' is neither a local model folder nor a Hub id like 'Qwen/Qwen2.5-0.5B'")
+    return name, False
+
+
+def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
+    """A quick DNS + TCP check, so an offline machine fails in seconds rather than after HF's retries."""
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _load_config(src: str, local: bool, name: str):
+    """Local folder, else the local HF cache, else the Hub when it is reachable."""
+    attempts = [{}] if local else [dict(local_files_only=True)] + ([{}] if hub_reachable() else [])
+    last = "not in the local Hugging Face cache and the Hub is unreachable (offline?)"
+    for kw in attempts:
+        try:
+            return AutoConfig.from_pretrained(src, trust_remote_code=False, **kw), kw
+        except (OSError, ValueError) as exc:
+            if not kw:  # a cache miss says nothing useful; a real attempt's error does
+                last = str(exc).splitlines()[0]
+    raise ModelLoadError(f"cannot load '{name}': {last}")
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(name: str = DEFAULT_TARGET, device: str = "auto") -> CausalLM:
+    """Load once per (name, device); the returned model is shared read-only."""
+    hf_logging.disable_progress_bar()
+    src, local = _source(name)
+    dev = pick_device(device)
+    config, kw = _load_config(src, local, name)
+    if config.model_type not in SUPPORTED_FAMILIES:
+        raise ModelLoadError(f"'{name}' is a '{config.model_type}' model; supported families: {', '.join(SUPPORTED_FAMILIES)}")
+    try:
+        hf = AutoModelForCausalLM.from_pretrained(
+            src, trust_remote_code=False, use_safetensors=True, dtype=default_dtype(dev), **kw
+        ).to(dev)
+        tokenizer = AutoTokenizer.from_pretrained(src, trust_remote_code=False, **kw)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot load '{name}' (safetensors weights are required): {str(exc).splitlines()[0]}") from None
+    return CausalLM(hf, tokenizer, name)

@@ -1,0 +1,116 @@
+"""What a step did, as plain Python (no tensors): it deep-copies into UI state, saves to JSON and
+renders without a model. The engine fills these; viz/ draws them; nothing re-derives them."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+ROOT = -1  # parent of depth-0 nodes: the last committed token
+
+
+@dataclass
+class DraftNode:
+    """One drafted token. Chains are trees whose node i has parent i - 1."""
+    token_id: int
+    text: str
+    parent: int  # index into StepTrace.nodes, or ROOT
+    depth: int  # 0 = first drafted token after the committed text
+    q: float  # draft probability of this token given its path
+    score: float  # p(u): product of q along the path
+    p: float | None = None  # target probability of this token at its parent, when the target saw the parent
+    status: str = "unreached"  # accepted | rejected | unreached (target never got to its parent)
+
+
+@dataclass
+class TargetChoice:
+    """What the target picked at one visited point of the walk (ROOT or a node index)."""
+    at: int
+    token_id: int
+    text: str
+    p: float  # target probability of the picked token
+
+
+@dataclass
+class PrunedCandidate:
+    """A child the tree policy scored but did not keep (drawn faintly in the app)."""
+    token_id: int
+    text: str
+    parent: int  # node index or ROOT
+    depth: int
+    q: float
+    score: float  # p(u)
+    reason: str  # gate | budget | topk (static frontier) | rerank (static final Top-N)
+
+
+@dataclass
+class LevelTrace:
+    """One depth of tree growth: one batched draft forward over the frontier."""
+    depth: int
+    frontier: int  # parents expanded at this depth (1 at depth 0: the root)
+    candidates: int  # children scored (per parent only the best few can survive)
+    kept: int
+    anchor: float | None = None  # TALON m_d = max p(u) over the pooled candidates
+    gate: float | None = None  # TALON μ·m_d
+    cut_by_gate: int = 0
+    cut_by_budget: int = 0
+    cut_by_topk: int = 0
+    budget_left: int = 0  # N - |T| after this level
+
+
+@dataclass
+class StepTrace:
+    index: int
+    method: str
+    context_len: int  # committed tokens (prompt included) before this step
+    nodes: list[DraftNode] = field(default_factory=list)
+    accepted_path: list[int] = field(default_factory=list)  # node indices, root downwards
+    choices: list[TargetChoice] = field(default_factory=list)  # the last one is the bonus token
+    committed_ids: list[int] = field(default_factory=list)  # what the step appended (after EOS/length cuts)
+    committed_texts: list[str] = field(default_factory=list)
+    tau: int = 0  # tokens committed
+    delta: int = 0  # draft forwards spent
+    target_forwards: int = 0
+    build_ms: float = 0.0  # tree-shaping logic alone
+    draft_ms: float = 0.0  # draft forwards
+    verify_ms: float = 0.0  # target forward + acceptance walk
+    stop_reason: str | None = None  # eos | length | context, when the session ended here
+    levels: list[LevelTrace] = field(default_factory=list)  # tree policies: one record per depth grown
+    pruned: list[PrunedCandidate] = field(default_factory=list)  # best cut candidates per depth (not all of them)
+    details: dict = field(default_factory=dict)  # method knobs and small method-specific facts
+
+    @property
+    def accepted(self) -> int:
+        return len(self.accepted_path)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class GenerationResult:
+    method: str
+    prompt_ids: list[int]
+    output_ids: list[int]
+    text: str
+    traces: list[StepTrace]
+    wall_s: float
+    stop_reason: str | None
+
+    @property
+    def steps(self) -> int:
+        return len(self.traces)
+
+    @property
+    def mat(self) -> float:
+        return len(self.output_ids) / max(1, self.steps)
+
+    @property
+    def draft_forwards(self) -> int:
+        return sum(t.delta for t in self.traces)
+
+    @property
+    def target_forwards(self) -> int:
+        return sum(t.target_forwards for t in self.traces)
+
+    @property
+    def mean_delta(self) -> float:
+        return self.draft_forwards / max(1, self.steps)

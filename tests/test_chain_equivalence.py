@@ -1,0 +1,28 @@
+"""Greedy chain speculative decoding reproduces greedy AR decoding token for token."""
+from core.chain import ChainMethod
+from tests.equivalence import assert_equivalent, check_greedy_equivalence
+
+
+def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompts):
+    prompts = heldout_prompts[:20]
+    assert len(prompts) >= 20
+    methods = [(f"chain γ={g}", ChainMethod(gamma=g)) for g in (1, 3, 6)]
+    report = check_greedy_equivalence(target, draft, prompts, methods)
+    assert report.compared == 60
+    assert_equivalent(report)
+
+
+def test_chain_trace_records_the_step(target, draft, heldout_prompts):
+    from core.engine import Session
+    s = Session(target, ChainMethod(gamma=4), heldout_prompts[0], max_new_tokens=16, draft=draft)
+    t = s.step()
+    assert t.delta == 4 and t.target_forwards == 1 and len(t.nodes) == 4
+    assert t.tau == t.accepted + 1 == len(t.committed_ids)
+    assert [n.parent for n in t.nodes] == [-1, 0, 1, 2]
+    assert all(0 < n.q <= 1 and n.p is not None for n in t.nodes)
+    statuses = [n.status for n in t.nodes]
+    assert statuses[: t.accepted] == ["accepted"] * t.accepted
+    if t.accepted < 4:
+        assert statuses[t.accepted] == "rejected"
+    assert t.choices[-1].token_id == t.committed_ids[-1]
+    assert t.draft_ms > 0 and t.verify_ms > 0
