@@ -4,13 +4,20 @@ from __future__ import annotations
 from core.chain import ARMethod, ChainMethod
 from core.engine import Method
 
-METHODS = ("ar", "chain")
+METHODS = ("ar", "chain", "static", "talon", "specbound")
 
 
-def build_method(name: str, gamma: int = 5) -> Method:
-    """Raise ValueError with a user-facing message on an unknown name or a bad knob."""
+def build_method(name: str, **knobs) -> Method:
+    """Build a method from its knobs (the CLI's names, underscored); unknown knobs are ignored so one
+    namespace of knobs can build any method. Raises ValueError with a user-facing message."""
     if name == "ar":
         return ARMethod()
     if name == "chain":
-        return ChainMethod(gamma=gamma)
+        return ChainMethod(gamma=knobs.get("gamma", 5))
+    if name in ("static", "talon"):
+        from core.tree_method import build_tree_method
+        return build_tree_method(name, **knobs)
+    if name == "specbound":
+        from core.specbound import build_specbound_method
+        return build_specbound_method(**knobs)
     raise ValueError(f"unknown method '{name}' (choose from {', '.join(METHODS)})")

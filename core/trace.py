@@ -57,6 +57,19 @@ class LevelTrace:
 
 
 @dataclass
+class ExitTrace:
+    """SpecBound: one drafted token's pass through the shallow layers and where it exited."""
+    node: int  # index into StepTrace.nodes
+    layers: list[int]  # layers evaluated, 1-based ℓ (exit heads sit after layer ℓ)
+    raw_conf: list[float]  # max softmax(z^(ℓ)) per evaluated layer
+    annealed_conf: list[float]  # max softmax(z^(ℓ) / T_ℓ)
+    temperature: list[float]  # T_ℓ = 1 + α(1 - ℓ/L)
+    top_ids: list[int]  # argmax of z^(ℓ) per evaluated layer
+    top_texts: list[str]
+    exit_layer: int | None  # None: reached d_max layers without exiting (drafting stopped)
+
+
+@dataclass
 class StepTrace:
     index: int
     method: str
@@ -75,6 +88,8 @@ class StepTrace:
     stop_reason: str | None = None  # eos | length | context, when the session ended here
     levels: list[LevelTrace] = field(default_factory=list)  # tree policies: one record per depth grown
     pruned: list[PrunedCandidate] = field(default_factory=list)  # best cut candidates per depth (not all of them)
+    exits: list[ExitTrace] = field(default_factory=list)  # SpecBound: one per drafted token (+ the one that hit d_max)
+    draft_stop: str | None = None  # why drafting stopped: d_max | w_max | eos | length | gamma | budget | frontier
     details: dict = field(default_factory=dict)  # method knobs and small method-specific facts
 
     @property
