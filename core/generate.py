@@ -34,9 +34,27 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gamma", type=int, default=5, help="chain: drafted tokens per step")
+    tree = ap.add_argument_group("trees (static, talon); N counts drafted nodes, not the root")
+    tree.add_argument("--N", type=int, default=60, help="node budget")
+    tree.add_argument("--K", type=int, default=10, help="width: Top-K children (root Top-K for TALON)")
+    tree.add_argument("--mu", type=float, default=0.03, help="TALON gate: keep p(u) >= mu * m_d")
+    tree.add_argument("--k-init", type=int, default=1, help="TALON: leading levels forced to Top-K")
+    tree.add_argument("--depth", type=int, default=8, help="static: depth D (delta = D + 1)")
+    sb = ap.add_argument_group("specbound (defaults: the method's own)")
+    sb.add_argument("--alpha", type=float, default=None, help="ACT: T_l = 1 + alpha (1 - l/L)")
+    sb.add_argument("--tau-exit", type=float, default=None, help="exit when annealed confidence >= tau_exit")
+    sb.add_argument("--d-max", type=int, default=None, help="stop drafting when a token reaches d_max layers")
+    sb.add_argument("--w-max", type=int, default=None, help="stop drafting after w_max tokens")
+    sb.add_argument("--min-exit-layer", type=int, default=None, help="first layer allowed to exit")
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
     ap.add_argument("--draft", default=DEFAULT_DRAFT, help="draft model (default: embedded)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
+
+
+def method_knobs(args: argparse.Namespace) -> dict:
+    """Every method knob the user gave (SpecBound's unset ones are left to the method's defaults)."""
+    names = ("gamma", "N", "K", "mu", "k_init", "depth", "alpha", "tau_exit", "d_max", "w_max", "min_exit_layer")
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
 def result_row(row: dict, res) -> dict:
@@ -56,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     try:
         sampling.validate()
-        method = build_method(args.method, gamma=args.gamma)
+        method = build_method(args.method, **method_knobs(args))
         rows = read_prompts(args.prompts)
         target = load_model(args.model, args.device)
         draft = load_model(args.draft, args.device) if method.needs_draft else None

@@ -39,3 +39,34 @@ def verify_chain_sampling(drafted: list[int], q: torch.Tensor, p: torch.Tensor, 
                 return ChainVerdict(i, draw(p[i], gen), residual=False)
             return ChainVerdict(i, draw(residual / total, gen), residual=True)
     return ChainVerdict(len(drafted), draw(p[len(drafted)], gen))
+
+
+@dataclass
+class TreeVerdict:
+    path: list[int]  # accepted node indices, root downwards
+    choices: list[tuple[int, int, float]]  # (at: ROOT or node, token the target picked, its probability)
+
+    @property
+    def bonus(self) -> int:
+        return self.choices[-1][1]
+
+
+def verify_tree(children: dict[int, dict[int, int]], logits: torch.Tensor, p: torch.Tensor, greedy: bool,
+                gen: torch.Generator) -> TreeVerdict:
+    """Walk the tree from the root with the target's own choices.
+
+    logits, p: (1 + n, V); row 0 is the root (the last committed token), row 1 + i is node i.
+    At each visited node the target picks x (argmax, or x ~ p); if x is a drafted child we
+    descend, otherwise x is the bonus token and the step ends. Children are chosen
+    deterministically (Top-K / gate), so every committed token is exactly a draw from p.
+    """
+    at, path, choices = -1, [], []
+    while True:
+        row = at + 1
+        x = int(logits[row].argmax()) if greedy else draw(p[row], gen)
+        choices.append((at, x, float(p[row, x])))
+        nxt = children.get(at, {}).get(x)
+        if nxt is None:
+            return TreeVerdict(path, choices)
+        path.append(nxt)
+        at = nxt

@@ -1,0 +1,107 @@
+"""Exit heads: next-token logits z^(ℓ) from the hidden state after layer ℓ (1 ≤ ℓ < L), base frozen.
+
+Each head is a small residual adapter, h + U·D·rmsnorm(h) with D: (r, d), U: (d, r), feeding
+the model's own final norm and LM head, so a head costs 2·d·r parameters and shares the big
+vocabulary matrix with the model. U starts at zero: an untrained head is exactly the "logit
+lens" (final norm + LM head applied to the intermediate state), which is also the fallback
+when a model has no trained heads. At ℓ = L the "head" is the model's own head.
+
+Files: `exit_heads.safetensors` (+ `exit_heads.json`: rank, layers, metrics) in the model's
+folder, or under `.cache/exit_heads/<model id>/` for Hub models.
+"""
+from __future__ import annotations
+
+import json
+import weakref
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from core.model import CausalLM
+
+WEIGHTS = "exit_heads.safetensors"
+META = "exit_heads.json"
+CACHE_ROOT = Path(__file__).resolve().parent.parent / ".cache" / "exit_heads"
+TRAINED, LOGIT_LENS = "trained", "logit-lens"
+
+
+class ExitHeads(torch.nn.Module):
+    """Adapters for layers ℓ = 1..L-1 (index ℓ-1), stacked; rank 0 means the logit lens."""
+
+    def __init__(self, num_layers: int, hidden: int, rank: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        n = num_layers - 1
+        self.num_layers, self.rank, self.eps = num_layers, rank, eps
+        self.norm = torch.nn.Parameter(torch.ones(n, hidden))  # (L-1, d)
+        self.down = torch.nn.Parameter(torch.randn(n, rank, hidden) / hidden ** 0.5)  # (L-1, r, d)
+        self.up = torch.nn.Parameter(torch.zeros(n, hidden, rank))  # (L-1, d, r)
+        self.kind = TRAINED if rank > 0 else LOGIT_LENS
+
+    def adapt(self, layer: int, h: torch.Tensor) -> torch.Tensor:
+        """h: (..., d) after layer `layer` (1-based) -> the state the final norm + LM head read."""
+        if self.rank == 0 or layer >= self.num_layers:
+            return h
+        i = layer - 1
+        x = h.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm[i]  # (..., d)
+        delta = (x @ self.down[i].T) @ self.up[i].T  # (..., r) -> (..., d)
+        return h + delta.to(h.dtype)
+
+    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor) -> torch.Tensor:
+        """z^(ℓ): (T, d) -> (T, V) fp32."""
+        return lm.head(self.adapt(layer, h))
+
+    @property
+    def megabytes(self) -> float:
+        return sum(p.numel() * p.element_size() for p in self.parameters()) / 1e6
+
+
+def logit_lens(lm: CausalLM) -> ExitHeads:
+    return ExitHeads(lm.num_layers, lm.config.hidden_size, rank=0).to(lm.device)
+
+
+def heads_dir(model_name: str) -> Path:
+    """Where a model's heads live: its own folder when local, else a cache folder named after the Hub id."""
+    path = Path(model_name).expanduser()
+    if path.is_dir():
+        return path
+    return CACHE_ROOT / model_name.replace("/", "--")
+
+
+def save_heads(heads: ExitHeads, folder: Path, meta: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().to(torch.float16).contiguous().cpu() for k, v in heads.state_dict().items()}
+    save_file(tensors, str(folder / WEIGHTS))
+    meta = {"rank": heads.rank, "num_layers": heads.num_layers, **meta}
+    (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def read_meta(folder: Path) -> dict:
+    path = folder / META
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def load_heads(lm: CausalLM, folder: Path | None = None) -> ExitHeads:
+    """Trained heads for `lm` if its folder has them, else the logit lens (kind == "logit-lens")."""
+    folder = folder or heads_dir(lm.name)
+    if not (folder / WEIGHTS).is_file():
+        return logit_lens(lm)
+    tensors = load_file(str(folder / WEIGHTS))
+    n, d, r = tensors["up"].shape
+    if n != lm.num_layers - 1 or d != lm.config.hidden_size:
+        raise ValueError(f"{folder / WEIGHTS} holds heads for {n + 1} layers of width {d}, "
+                         f"but the model has {lm.num_layers} layers of width {lm.config.hidden_size}")
+    heads = ExitHeads(lm.num_layers, d, r)
+    heads.load_state_dict({k: v.float() for k, v in tensors.items()})
+    return heads.to(lm.device).eval().requires_grad_(False)
+
+
+_LOADED: "weakref.WeakKeyDictionary[CausalLM, ExitHeads]" = weakref.WeakKeyDictionary()
+
+
+def heads_for(lm: CausalLM) -> ExitHeads:
+    """Load once per model object; heads are shared read-only like the model's weights."""
+    if lm not in _LOADED:
+        _LOADED[lm] = load_heads(lm)
+    return _LOADED[lm]
