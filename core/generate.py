@@ -13,6 +13,7 @@ import sys
 from core.engine import Session, SessionError
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
 from core.methods import METHODS, build_method
+from core.presets import PRESETS, preset_knobs
 from core.prompts import PromptFileError, read_prompts
 from core.sampling import SamplingConfig
 
@@ -34,12 +35,15 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gamma", type=int, default=5, help="chain: drafted tokens per step")
-    tree = ap.add_argument_group("trees (static, talon); N counts drafted nodes, not the root")
-    tree.add_argument("--N", type=int, default=60, help="node budget")
-    tree.add_argument("--K", type=int, default=10, help="width: Top-K children (root Top-K for TALON)")
-    tree.add_argument("--mu", type=float, default=0.03, help="TALON gate: keep p(u) >= mu * m_d")
-    tree.add_argument("--k-init", type=int, default=1, help="TALON: leading levels forced to Top-K")
-    tree.add_argument("--depth", type=int, default=8, help="static: depth D (delta = D + 1)")
+    tree = ap.add_argument_group("trees (static, talon); N counts drafted nodes, not the root; "
+                                 "unset knobs come from --preset")
+    tree.add_argument("--preset", default="paper", choices=sorted(PRESETS),
+                      help="paper: N=60 K=10 mu=0.03 k=1 D=8; embedded: best measured for the embedded pair")
+    tree.add_argument("--N", type=int, default=None, help="node budget")
+    tree.add_argument("--K", type=int, default=None, help="width: Top-K children (root Top-K for TALON)")
+    tree.add_argument("--mu", type=float, default=None, help="TALON gate: keep p(u) >= mu * m_d")
+    tree.add_argument("--k-init", type=int, default=None, help="TALON: leading levels forced to Top-K")
+    tree.add_argument("--depth", type=int, default=None, help="static: depth D (delta = D + 1)")
     sb = ap.add_argument_group("specbound (defaults: the method's own)")
     sb.add_argument("--alpha", type=float, default=None, help="ACT: T_l = 1 + alpha (1 - l/L)")
     sb.add_argument("--tau-exit", type=float, default=None, help="exit when annealed confidence >= tau_exit")
@@ -54,7 +58,8 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 def method_knobs(args: argparse.Namespace) -> dict:
     """Every method knob the user gave (SpecBound's unset ones are left to the method's defaults)."""
     names = ("gamma", "N", "K", "mu", "k_init", "depth", "alpha", "tau_exit", "d_max", "w_max", "min_exit_layer")
-    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    return {**preset_knobs(args.preset), **given}
 
 
 def result_row(row: dict, res) -> dict:

@@ -1,0 +1,17 @@
+"""Named knob settings for the tree methods: the papers' defaults and the best measured on the embedded pair.
+
+The embedded pair's best settings come from `python -m core.bench ... --sweep-N ... --sweep-mu ...`
+(tables in README.md): a small distilled draft is less sharp than EAGLE-3 heads, so its best μ is larger.
+"""
+from __future__ import annotations
+
+PRESETS: dict[str, dict[str, float | int]] = {
+    "paper": {"N": 60, "K": 10, "mu": 0.03, "k_init": 1, "depth": 8},
+    "embedded": {"N": 60, "K": 10, "mu": 0.03, "k_init": 1, "depth": 8},
+}
+
+
+def preset_knobs(name: str) -> dict:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset '{name}' (choose from {', '.join(PRESETS)})")
+    return dict(PRESETS[name])
