@@ -46,6 +46,17 @@ def train_tokenizer(texts: list[str], vocab_size: int, out: Path) -> PreTrainedT
     return fast
 
 
+def with_start_token(tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerFast:
+    """Make tokenizer(text) prepend <|endoftext|>: training saw it before every file, so prompts
+    start where files start. (Training encodes with add_special_tokens=False.)"""
+    from tokenizers import processors
+
+    eot = tokenizer.convert_tokens_to_ids(EOT)
+    tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{EOT} $A", pair=f"{EOT} $A {EOT} $B", special_tokens=[(EOT, eot)])
+    return tokenizer
+
+
 def encode_corpus(tokenizer: PreTrainedTokenizerFast, texts: list[str]) -> np.ndarray:
     """One uint16 stream: file, EOT, file, EOT, ..."""
     eot = tokenizer.convert_tokens_to_ids(EOT)
@@ -133,7 +144,7 @@ def export(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, out: Pat
     half = LlamaForCausalLM(model.config)
     half.load_state_dict(model.state_dict())
     half.to(torch.float16).save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    with_start_token(tokenizer).save_pretrained(out)
 
 
 def main(argv: list[str] | None = None) -> None:

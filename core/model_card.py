@@ -1,0 +1,82 @@
+"""Write assets/models/README.md (the model card) from metrics.json and the training logs.
+
+    python -m core.model_card
+
+Sections that other trainers append (from a line starting with "## Exit heads") are kept.
+"""
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+
+from core.loading import ASSETS
+
+KEEP_FROM = "## Exit heads"
+
+
+def last_losses(log: Path, window: int = 50) -> float | None:
+    """Mean training loss over the last `window` logged steps (a resumed run may log a step twice)."""
+    if not log.exists():
+        return None
+    by_step = {}
+    for line in log.read_text().splitlines():
+        row = json.loads(line)
+        by_step[row["step"]] = row["ce"]
+    tail = [by_step[s] for s in sorted(by_step)[-window:]]
+    return sum(tail) / len(tail)
+
+
+def render(m: dict, work: Path) -> str:
+    a = m["args"]
+    t = m["timings"]
+    train_target = last_losses(work / "target.log.jsonl")
+    train_draft = last_losses(work / "draft.log.jsonl")
+    cmd = (f"python -m core.train_embedded --out {a['out']} --work {a['work']} --target-steps {a['target_steps']} "
+           f"--draft-steps {a['draft_steps']} --lr {a['lr']} --seed {a['seed']}")
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    return f"""# Embedded models of SpecScope
+
+Two causal LMs on one byte-level BPE tokenizer, trained on this repository's machine by
+`core/train_embedded.py`, stored as fp16 safetensors in Hugging Face format (Llama architecture):
+
+| | target (`target/`) | draft (`draft/`) |
+|---|---|---|
+| layers | {a['target_layers']} | {a['draft_layers']} |
+| hidden / FFN / heads | {a['hidden']} / {a['ffn']} / {a['hidden'] // 64} | {a['hidden']} / {a['ffn']} / {a['hidden'] // 64} |
+| parameters | {m['target_params'] / 1e6:.2f} M | {m['draft_params'] / 1e6:.2f} M |
+| weights on disk | {m['target_mb']:.1f} MB | {m['draft_mb']:.1f} MB |
+| context | {a['ctx']} tokens | {a['ctx']} tokens |
+| training | {a['target_steps']} steps × {a['batch_size']} × {a['seq_len']} tokens, next-token CE | {a['draft_steps']} steps, distilled from the target (KL + 0.1·CE), embedding initialised from the target |
+| train loss (last 50 steps, nats/token) | {fmt(train_target)} | {fmt(train_draft)} |
+| **held-out cross-entropy** (nats/token) | **{m['target_heldout_ce']:.3f}** | **{m['draft_heldout_ce']:.3f}** |
+| wall time | {t['target_s'] / 60:.1f} min | {t['draft_s'] / 60:.1f} min |
+
+- **Draft–target greedy agreement on held-out text: {m['draft_greedy_agreement'] * 100:.1f}%** of
+  {m['heldout_tokens']:,} positions (the draft's argmax equals the target's).
+- Tokenizer: byte-level BPE, {a['vocab_size']} tokens, `<|endoftext|>` separates files (and starts every prompt).
+- Data: the `.py` files of the standard library of Python {platform.python_version()} ({m['train_files']} files,
+  {m['train_tokens']:,} tokens; `encodings/`, `pydoc_data/` and files over 400 kB skipped). Held out: every file
+  whose SHA-1 of its relative path is 0 mod 25 (`core/corpus.py`), test suites excluded from the held-out set:
+  {len(m['heldout_files'])} files — {', '.join(m['heldout_files'])}.
+- Machine: 2 CPU cores (AVX-512-BF16), bf16 autocast for the matmuls, fp32 master weights, AdamW
+  (β = 0.9, 0.95, weight decay 0.1), cosine schedule to 10% with warm-up, gradient clipping at 1.
+- Reproduce: `{cmd}` (checkpoints in `--work` make it resumable; the data order depends only on seed and step).
+  The prompts in `assets/prompts/heldout.jsonl` come from `python -m core.make_prompts`.
+"""
+
+
+def main() -> None:
+    models = ASSETS / "models"
+    m = json.loads((models / "metrics.json").read_text())
+    card = models / "README.md"
+    kept = ""
+    if card.exists() and KEEP_FROM in card.read_text():
+        text = card.read_text()
+        kept = "\n" + text[text.index(KEEP_FROM):]
+    card.write_text(render(m, Path(m["args"]["work"])) + kept)
+    print(f"wrote {card}")
+
+
+if __name__ == "__main__":
+    main()
