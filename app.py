@@ -1,0 +1,204 @@
+"""SpecScope: speculative decoding, one real step at a time. `python app.py` serves the page offline on
+the embedded models and prints its URL (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are honoured).
+
+Layout and wiring only: handlers live in ui/handlers.py and ui/tab_handlers.py, figures in viz/."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gradio as gr
+
+from ui import learn
+from ui.examples import default_prompt, example_prompts
+from ui.handlers import (PLAY, export_trace, reset_exit, reset_tree, set_speed, specbound_extras, specbound_replay,
+                         specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
+from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
+from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
+from ui.tune import SWEEPS
+
+CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
+SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
+MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
+THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS)  # plain names: nothing fetched from outside
+ENGINE = "engine"  # one concurrency group for everything that runs the models
+CONCURRENCY = int(os.environ.get("SPECSCOPE_CONCURRENCY", "2"))
+
+
+def knob_input(k: Knob):
+    if k.name == "seed":
+        return gr.Number(value=k.default, precision=0, minimum=k.minimum, maximum=k.maximum, label=k.label, info=k.info)
+    return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.label, info=k.info)
+
+
+def outcomes_block() -> list:
+    """Text, τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view."""
+    gr.Markdown("### Outcomes")
+    text = gr.HTML(elem_classes="ss-outcome-text")
+    with gr.Row():
+        timeline = gr.Plot(label="τ and δ per step")
+        scatter = gr.Plot(label="(δ, τ) vs Oracle")
+    stats = gr.HTML()
+    with gr.Accordion("Learn: is it faster, and is it exact?", open=False):
+        gr.Markdown(learn.SPEEDUP + "\n\n" + learn.LOSSLESS)
+    return [text, timeline, scatter, stats]
+
+
+def controls(prompt_id: str) -> tuple:
+    prompt = gr.Textbox(value=default_prompt(), lines=4, label="prompt", elem_id=prompt_id)
+    gr.Examples([[p] for p in example_prompts()], inputs=[prompt], label="example prompts")
+    return prompt
+
+
+def play_row(prefix: str) -> tuple:
+    with gr.Row():
+        step = gr.Button("Step", variant="primary", elem_id=f"{prefix}-step")
+        play = gr.Button(PLAY, elem_id=f"{prefix}-play")
+        reset = gr.Button("Reset", elem_id=f"{prefix}-reset")
+    speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="play speed (seconds per step)")
+    return step, play, reset, speed, gr.Timer(0.8, active=False)
+
+
+def export_block(state, api_name: str) -> None:
+    with gr.Accordion("Export the run's traces", open=False):
+        btn = gr.Button("Export trace JSON")
+        file = gr.File(label="trace JSON")
+        data = gr.JSON(label="traces", open=False)
+    btn.click(export_trace, [state], [file, data], api_name=api_name)
+
+
+def talon_tab(models: list) -> None:
+    state = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            prompt = controls("talon-prompt")
+            preset = gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset")
+            knobs = [knob_input(k) for k in TALON_KNOBS]
+            sampling = [knob_input(k) for k in SAMPLING_KNOBS]
+            step, play, reset, speed, timer = play_row("talon")
+            show_pruned = gr.Checkbox(True, label="show pruned candidates (faint)")
+            with_static = gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)")
+            with gr.Accordion("Learn: steps, trees and the gate", open=True):
+                gr.Markdown(learn.STEP + "\n\n" + learn.TREE + "\n\n" + learn.GATE)
+        with gr.Column(scale=3):
+            with gr.Row():
+                tree = gr.Plot(label="TALON draft tree", elem_id="talon-tree")
+                static = gr.Plot(label="static EAGLE-style tree", elem_id="static-tree")
+            budget, levels = gr.HTML(), gr.HTML()
+            replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="talon-replay")
+            outs = outcomes_block()
+            trace = gr.JSON(label="this step's trace", open=False)
+            export_block(state, "export_talon")
+    inputs = [state, prompt, *knobs, *sampling, *models, show_pruned]
+    outputs = [state, tree, static, budget, levels, *outs, replay, trace]
+    extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]],
+                  api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
+    step.click(talon_step, inputs, outputs, api_name="talon_step", concurrency_id=ENGINE).then(**extras)
+    timer.tick(tick(talon_step, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
+               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**extras)
+    play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
+    speed.change(set_speed, [speed], [timer], api_visibility="private")
+    reset.click(reset_tree, [state, show_pruned], outputs + [timer, play], api_name="talon_reset")
+    replay.release(talon_replay, [state, replay, show_pruned], outputs[1:], api_name="talon_replay")
+    show_pruned.change(talon_replay, [state, replay, show_pruned], outputs[1:], api_visibility="private")
+    preset.change(lambda name: [PRESETS[name][k.name] for k in TALON_KNOBS], [preset], knobs, api_visibility="private")
+
+
+def specbound_tab(models: list) -> None:
+    state = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            prompt = controls("specbound-prompt")
+            knobs = [knob_input(k) for k in SPECBOUND_KNOBS]
+            sampling = [knob_input(k) for k in SAMPLING_KNOBS]
+            step, play, reset, speed, timer = play_row("specbound")
+            annealed = gr.Radio([("annealed", True), ("raw", False)], value=True, label="confidence shown")
+            with gr.Accordion("Learn: ACT and BSCS", open=True):
+                gr.Markdown(learn.STEP + "\n\n" + learn.ACT + "\n\n" + learn.BSCS)
+        with gr.Column(scale=3):
+            heatmap = gr.Plot(label="layer × token confidence", elem_id="specbound-heatmap")
+            bars = gr.Plot(label="exit depth per drafted token")
+            why = gr.HTML()
+            replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False)
+            outs = outcomes_block()
+            trace = gr.JSON(label="this step's trace", open=False)
+            export_block(state, "export_specbound")
+    inputs = [state, prompt, *knobs, *sampling, models[0], annealed]
+    outputs = [state, heatmap, bars, why, *outs, replay, trace]
+    extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]], api_visibility="private",
+                  concurrency_id=ENGINE, show_progress="hidden")
+    step.click(specbound_step, inputs, outputs, api_name="specbound_step", concurrency_id=ENGINE).then(**extras)
+    timer.tick(tick(specbound_step, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
+               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**extras)
+    play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
+    speed.change(set_speed, [speed], [timer], api_visibility="private")
+    reset.click(reset_exit, [state, annealed], outputs + [timer, play], api_name="specbound_reset")
+    replay.release(specbound_replay, [state, replay, annealed], outputs[1:], api_name="specbound_replay")
+    annealed.change(specbound_replay, [state, replay, annealed], outputs[1:], api_visibility="private")
+
+
+def compare_tab(models: list) -> None:
+    gr.Markdown("One prompt through every method at SPEC defaults, each run to the end and timed on this machine.")
+    with gr.Row():
+        prompt = gr.Textbox(value=default_prompt(), lines=3, label="prompt", scale=3)
+        with gr.Column(scale=1):
+            max_new = gr.Slider(8, 128, value=48, step=1, label="max new tokens")
+            temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy")
+            go = gr.Button("Run all methods", variant="primary")
+    table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True)
+    plot = gr.Plot(label="MAT and speed-up")
+    go.click(run_compare, [prompt, max_new, temperature, *models], [table, plot], api_name="compare",
+             concurrency_id=ENGINE)
+
+
+def tune_tab(models: list) -> None:
+    gr.Markdown("Sweep two knobs over a few example prompts (greedy). Each cell runs every prompt to the end.")
+    first = list(SWEEPS)[0]
+    with gr.Row():
+        kind = gr.Radio(list(SWEEPS), value=first, label="sweep")
+        x_vals = gr.Textbox(value=SWEEPS[first][3], label=f"{SWEEPS[first][1]} values")
+        y_vals = gr.Textbox(value=SWEEPS[first][4], label=f"{SWEEPS[first][2]} values")
+    with gr.Row():
+        n_prompts = gr.Slider(1, 5, value=2, step=1, label="prompts")
+        max_new = gr.Slider(8, 64, value=24, step=1, label="max new tokens")
+        go = gr.Button("Run sweep", variant="primary")
+    with gr.Row():
+        mat, speed = gr.Plot(label="MAT"), gr.Plot(label="speed-up over AR")
+    kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
+    go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models], [mat, speed], api_name="sweep",
+             concurrency_id=ENGINE)
+
+
+def build_demo() -> gr.Blocks:
+    with gr.Blocks(title="SpecScope") as demo:
+        gr.Markdown("# SpecScope\n" + learn.INTRO)
+        with gr.Accordion("Model", open=False):
+            with gr.Row():
+                target = gr.Textbox("embedded", label="target model",
+                                    info="'embedded' or a Hub id of a Llama / Qwen2 / Qwen3 / Mistral model (online only)")
+                draft = gr.Textbox("embedded", label="draft model", info="must share the target's tokenizer")
+                load = gr.Button("Load")
+            msg = gr.Markdown()
+            load.click(load_models, [target, draft], [msg], api_visibility="private", concurrency_id=ENGINE)
+        models = [target, draft]
+        with gr.Tabs():
+            with gr.Tab("TALON", id="talon"):
+                talon_tab(models)
+            with gr.Tab("SpecBound", id="specbound"):
+                specbound_tab(models)
+            with gr.Tab("Compare", id="compare"):
+                compare_tab(models)
+            with gr.Tab("Tune", id="tune"):
+                tune_tab(models)
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
+    return demo
+
+
+def main() -> None:
+    demo = build_demo()
+    demo.launch(theme=THEME, css=CSS, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""viz/ on hand-written traces, no model: node counts, colours by status, hover fields, level gates,
+the Oracle line, the SpecBound heatmap and bars, the text and stats panels."""
+import subprocess
+import sys
+
+import pytest
+
+from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
+from viz.html import budget_html, levels_html, stats_html, text_html, token_origins
+from viz.outcome_figs import compare_bars, oracle_scatter, sweep_heatmap, tau_delta_timeline
+from viz.palette import STATUS_COLORS
+from viz.stats import Baseline, lossless_check, run_stats
+from viz.tree_fig import tree_figure
+from viz.tree_layout import build_graph, tidy_layout
+
+from tests.viz_fixtures import chain_of, specbound_example, talon_example, wide_tree
+
+
+def by_meta(fig, meta):
+    return [t for t in fig.data if t.meta == meta]
+
+
+def test_tree_nodes_coloured_by_status():
+    fig = tree_figure(talon_example())
+    counts = {m: len(by_meta(fig, m)[0].x) for m in ("accepted", "rejected", "unreached", "pruned")}
+    assert counts == {"accepted": 1, "rejected": 2, "unreached": 1, "pruned": 2}
+    for status in counts:
+        assert by_meta(fig, status)[0].marker.color == STATUS_COLORS[status]
+    assert len(by_meta(fig, "bonus")) == 1 and by_meta(fig, "bonus")[0].text[0] == "x"
+
+
+def test_pruned_toggle_hides_faint_nodes():
+    fig = tree_figure(talon_example(), show_pruned=False)
+    assert not by_meta(fig, "pruned")
+    assert sum(len(t.x) for t in fig.data if t.meta in ("accepted", "rejected", "unreached")) == 4
+
+
+def test_hover_has_token_q_score_target_prob_and_choice():
+    fig = tree_figure(talon_example())
+    hover = by_meta(fig, "rejected")[0].hovertext
+    d = next(h for h in hover if "<b>d</b>" in h)
+    assert "q = 0.900" in d and "p(u) = 0.5400" in d and "target p = 0.100" in d
+    assert "target chose x here (p = 0.800)" in d
+    pruned = " ".join(by_meta(fig, "pruned")[0].hovertext)
+    assert "pruned by gate" in pruned and "pruned by budget" in pruned
+
+
+def test_levels_show_anchor_and_gate():
+    fig = tree_figure(talon_example())
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert ticks[0] == "root"
+    assert "m_d=0.54" in ticks[2] and "μ·m_d=0.11" in ticks[2] and "kept 2/4" in ticks[2]
+    table = levels_html(talon_example())
+    assert "0.108" in table and "budget" in table
+
+
+def test_node_size_grows_with_score():
+    fig = tree_figure(talon_example(), show_pruned=False)
+    acc, unreached = by_meta(fig, "accepted")[0], by_meta(fig, "unreached")[0]
+    assert acc.marker.size[0] > unreached.marker.size[0]  # p(u) 0.6 vs 0.18
+
+
+def test_tidy_layout_centres_parents_and_uses_depth():
+    t = talon_example()
+    pos = tidy_layout(build_graph(t, show_pruned=False))
+    assert pos["root"][1] == 0 and pos["n0"][1] == 1 and pos["n2"][1] == 2
+    assert pos["root"][0] == pytest.approx((pos["n0"][0] + pos["n1"][0]) / 2)
+    assert pos["n0"][0] == pos["n2"][0]  # a single child sits under its parent
+
+
+@pytest.mark.parametrize("trace", [wide_tree(96), chain_of(96)], ids=["wide96", "chain96"])
+def test_layout_readable_at_96_nodes(trace):
+    pos = tidy_layout(build_graph(trace))
+    assert len(pos) == 97
+    by_level = {}
+    for x, level in pos.values():
+        by_level.setdefault(level, []).append(x)
+    for xs in by_level.values():  # no two nodes of a level share a spot
+        assert len(set(xs)) == len(xs)
+    fig = tree_figure(trace)
+    assert sum(len(t.x) for t in fig.data if t.meta in ("accepted", "rejected", "unreached")) == 96
+
+
+def test_empty_and_ar_steps_draw_a_hint():
+    assert tree_figure(None).layout.annotations[0].text.startswith("Press Step")
+    t = talon_example()
+    t.nodes, t.pruned = [], []
+    assert "autoregressive" in tree_figure(t).layout.annotations[0].text
+
+
+def test_oracle_line_and_points():
+    fig = oracle_scatter({"talon": [talon_example(0), talon_example(1)], "static (same prefix)": [chain_of(3)]})
+    oracle = by_meta(fig, "oracle")[0]
+    assert list(oracle.x) == list(oracle.y)
+    assert [t.name for t in fig.data][:2] == ["talon", "static (same prefix)"]
+    assert list(fig.data[0].x) == [2, 2] and list(fig.data[0].y) == [2, 2]
+
+
+def test_timeline_has_tau_and_delta():
+    fig = tau_delta_timeline([talon_example(0), chain_of(4)])
+    assert list(fig.data[0].y) == [2, 5] and list(fig.data[1].y) == [2, 4]
+
+
+def test_confidence_heatmap_rows_exits_and_bounds():
+    t = specbound_example()
+    fig = confidence_heatmap(t, annealed=False)
+    z = fig.data[0].z
+    assert len(z) == 8 and len(z[0]) == 3  # L layers × drafted tokens
+    assert z[1][0] == pytest.approx(0.99) and z[2][0] is None  # token 1 stopped at its exit layer
+    assert list(by_meta_name(fig, "exit layer").y) == [2, 3]  # the d_max token has no exit star
+    shapes = fig.layout.shapes
+    assert any(s.y0 == 4.5 for s in shapes)  # d_max line
+    assert any(s.x0 == 2.5 for s in shapes)  # w_max line after the 3rd token
+    annealed = confidence_heatmap(t, annealed=True).data[0].z
+    assert annealed[1][0] == pytest.approx(0.99 * 0.9)
+    assert "τ_exit=0.85" in fig.data[0].colorbar.ticktext[1]
+
+
+def by_meta_name(fig, name):
+    return next(t for t in fig.data if t.name == name)
+
+
+def test_exit_bars_and_stop_reason():
+    t = specbound_example()
+    fig = exit_bars(t)
+    assert list(fig.data[0].y) == [2, 3, 4]
+    assert fig.data[0].marker.color[0] == STATUS_COLORS["accepted"]
+    assert "d_max" in why_stopped(t) and "d_max = 4" in why_stopped(t)
+    assert confidence_heatmap(None).layout.annotations
+
+
+def test_text_marks_bonus_tokens_and_escapes():
+    t = talon_example()
+    t.committed_texts = ["<a>", "x"]
+    assert token_origins(t) == ["draft", "bonus"]
+    html = text_html("def f():", [t])
+    assert "&lt;a&gt;" in html and "<a>" not in html
+    assert html.count("ss-bonus") == 1 and html.count("ss-draft") == 1
+
+
+def test_stats_mat_delta_R_and_speedup():
+    traces = [talon_example(0), chain_of(4)]  # τ 2 and 5, δ 2 and 4, draft ms 2 and 0
+    base = Baseline(list(range(7)), wall_s=0.7, ms_per_forward=4.0)
+    s = run_stats(traces, [100.0, 100.0], list(range(7)), True, base, finished=True)
+    assert s.mat == 3.5 and s.mean_delta == 3.0
+    assert s.c == pytest.approx((2.0 / 6) / 4.0)
+    assert s.R == pytest.approx(3.5 / (1 + s.c * 3.0))
+    assert s.tok_s == pytest.approx(35.0) and s.speedup == pytest.approx(3.5)
+    assert s.lossless is True
+    assert "plain decoding ✓" in stats_html(s)
+
+
+def test_lossless_check_finds_the_first_difference():
+    base = Baseline([1, 2, 3, 4], 1.0, 1.0)
+    assert lossless_check([1, 2, 9], base, True, False) == (False, "differs from plain decoding at output token 3")
+    assert lossless_check([1, 2], base, True, False)[0] is True
+    assert lossless_check([1, 2], base, False, False)[0] is None
+    assert "✗" in stats_html(run_stats([chain_of(1)], [1.0], [9, 9], True, base))
+
+
+def test_budget_meter():
+    assert "4 of N = 4 nodes used" in budget_html(talon_example())
+    assert "of γ = 3" in budget_html(chain_of(3))
+
+
+def test_compare_and_sweep_figures():
+    fig = compare_bars([{"method": "ar", "mat": 1.0, "speedup": 1.0}, {"method": "talon", "mat": 3.0, "speedup": 1.5}])
+    assert list(fig.data[0].y) == [1.0, 3.0]
+    hm = sweep_heatmap([0.01, 0.1], [16, 32], [[1.0, 2.0], [3.0, None]], "MAT", "μ", "N")
+    assert hm.data[0].text[1][1] == ""
+
+
+def test_viz_never_imports_torch_or_gradio():
+    code = ("import sys, viz.tree_fig, viz.exits_fig, viz.outcome_figs, viz.html, viz.stats; "
+            "print('torch' in sys.modules, 'gradio' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False False"

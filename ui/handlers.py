@@ -1,0 +1,186 @@
+"""Event handlers: plain module-level functions (tests call them directly) that turn page inputs into
+runs and runs into view outputs. Bad input becomes gr.Error/gr.Warning; the session's Run survives."""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import tempfile
+
+import gradio as gr
+
+from core.engine import SessionError
+from ui.gpu import gpu
+from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
+from ui.run import Run, RunConfig
+from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
+
+log = logging.getLogger("specscope")
+
+
+def friendly(fn):
+    """No traceback ever reaches the page: expected problems keep their message, others get a short one."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except ValueError as exc:  # SessionError, knob and model problems: written for users
+            raise gr.Error(str(exc)) from None
+        except Exception as exc:
+            log.exception("handler %s failed", fn.__name__)
+            raise gr.Error(f"something went wrong ({type(exc).__name__}: {exc}); your session is kept") from None
+    return wrapper
+
+
+def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dict, target: str, draft: str) -> RunConfig:
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("the prompt is empty: type some text or pick an example")
+    k = validate(knob_specs, knobs)
+    s = validate(SAMPLING_KNOBS, sampling)
+    return RunConfig(method, prompt, tuple(k.items()), s["temperature"], s["seed"], s["max_new_tokens"],
+                     target or "embedded", draft or "embedded")
+
+
+def advance(run: Run | None, cfg: RunConfig) -> Run:
+    """Step the session's run, starting a fresh one when the prompt, knobs or model changed."""
+    if run is None or run.config != cfg:
+        if run is not None and run.traces:
+            gr.Info("Settings changed: started a new run.")
+        run = Run.start(cfg)
+    if run.done:
+        gr.Warning(f"Generation has finished ({run.session.stop_reason}). Press Reset or change the prompt.")
+        return run
+    run.step()
+    return run
+
+
+def slider(run: Run | None, index: int | None) -> dict:
+    n = len(run.traces) if run is not None else 0
+    return gr.Slider(minimum=1, maximum=max(2, n), value=(index or 0) + 1, step=1, interactive=n > 1)
+
+
+def trace_json(run: Run | None, index: int | None) -> dict:
+    return {} if index is None else run.traces[index].to_dict()
+
+
+def tree_outputs(run: Run | None, view: TreeView, index: int | None) -> tuple:
+    o = view.outcomes
+    return (run, view.tree, view.static, view.budget, view.levels, o.text, o.timeline, o.scatter, o.stats,
+            slider(run, index), trace_json(run, index))
+
+
+def exit_outputs(run: Run | None, view: ExitView, index: int | None) -> tuple:
+    o = view.outcomes
+    return (run, view.heatmap, view.bars, view.why, o.text, o.timeline, o.scatter, o.stats,
+            slider(run, index), trace_json(run, index))
+
+
+@gpu
+@friendly
+def talon_step(run, prompt, N, K, mu, k_init, temperature, seed, max_new_tokens, target="embedded",
+               draft="embedded", show_pruned=True) -> tuple:
+    """One TALON step (a new run when settings changed); the static tree and stats follow in talon_extras."""
+    cfg = make_config("talon", prompt, {"N": N, "K": K, "mu": mu, "k_init": k_init}, TALON_KNOBS,
+                      {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens}, target, draft)
+    run = advance(run, cfg)
+    index = clamp(run, None)
+    return tree_outputs(run, tree_view(run, index, show_pruned), index)
+
+
+@gpu
+@friendly
+def talon_extras(run: Run | None, show_pruned=True, with_static=True) -> tuple:
+    """Off the Step path: the static tree from the latest step's prefix, and the AR baseline for the stats."""
+    index = clamp(run, None)
+    if index is None:
+        empty = tree_view(None, None)
+        return empty.static, empty.outcomes.scatter, empty.outcomes.stats
+    if with_static:
+        run.shadow(index, dict(run.config.knobs))
+    run.baseline()
+    view = tree_view(run, index, show_pruned)
+    return view.static, view.outcomes.scatter, view.outcomes.stats
+
+
+@friendly
+def talon_replay(run: Run | None, step: int, show_pruned=True) -> tuple:
+    """Redraw step `step` (1-based) from stored traces; nothing is recomputed."""
+    index = clamp(run, None if step is None else int(step) - 1)
+    return tree_outputs(run, tree_view(run, index, show_pruned), index)[1:]
+
+
+@gpu
+@friendly
+def specbound_step(run, prompt, alpha, tau_exit, d_max, w_max, temperature, seed, max_new_tokens,
+                   target="embedded", annealed=True) -> tuple:
+    cfg = make_config("specbound", prompt, {"alpha": alpha, "tau_exit": tau_exit, "d_max": d_max, "w_max": w_max},
+                      SPECBOUND_KNOBS, {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens},
+                      target, "embedded")
+    run = advance(run, cfg)
+    index = clamp(run, None)
+    return exit_outputs(run, exit_view(run, index, annealed), index)
+
+
+@gpu
+@friendly
+def specbound_extras(run: Run | None, annealed=True) -> str:
+    """Off the Step path: the AR baseline, then the stats panel that needs it."""
+    if clamp(run, None) is None:
+        return exit_view(None, None).outcomes.stats
+    run.baseline()
+    return exit_view(run, None, annealed).outcomes.stats
+
+
+@friendly
+def specbound_replay(run: Run | None, step: int, annealed=True) -> tuple:
+    index = clamp(run, None if step is None else int(step) - 1)
+    return exit_outputs(run, exit_view(run, index, annealed), index)[1:]
+
+
+def reset_tree(run: Run | None, show_pruned=True) -> tuple:
+    """Forget the run (a fresh one starts on the next Step) and stop playing."""
+    return tree_outputs(None, tree_view(None, None), None) + (gr.Timer(active=False), gr.Button(value=PLAY))
+
+
+def reset_exit(run: Run | None, annealed=True) -> tuple:
+    return exit_outputs(None, exit_view(None, None), None) + (gr.Timer(active=False), gr.Button(value=PLAY))
+
+
+PLAY, PAUSE = "▶ Play", "⏸ Pause"
+
+
+def toggle_play(label: str, speed: float) -> tuple:
+    """Play starts the timer (one step per tick); Pause stops it."""
+    playing = label == PLAY
+    return gr.Timer(value=float(speed), active=playing), gr.Button(value=PAUSE if playing else PLAY)
+
+
+def set_speed(speed: float) -> dict:
+    return gr.Timer(value=float(speed))
+
+
+def tick(step_fn, outputs_len: int):
+    """A timer tick steps like the Step button, and stops playing when the run ends or fails."""
+    def on_tick(run, *args):
+        try:
+            out = step_fn(run, *args)
+        except gr.Error as exc:
+            gr.Warning(str(exc.message))
+            return (gr.skip(),) * outputs_len + (gr.Timer(active=False), gr.Button(value=PLAY))
+        finished = out[0] is not None and out[0].done
+        return out + ((gr.Timer(active=False), gr.Button(value=PLAY)) if finished else (gr.skip(), gr.skip()))
+    on_tick.__name__ = f"{step_fn.__name__}_tick"
+    return on_tick
+
+
+@friendly
+def export_trace(run: Run | None) -> tuple:
+    """The run's traces as a downloadable JSON file and as data (the API endpoint returns both)."""
+    if run is None or not run.traces:
+        raise SessionError("nothing to export yet: press Step first")
+    data = run.export()
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="specscope-trace-", delete=False) as f:
+        json.dump(data, f, ensure_ascii=False)
+    return f.name, data

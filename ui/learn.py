@@ -1,0 +1,45 @@
+"""Short explanations shown beside the views they explain, written for someone meeting speculative
+decoding for the first time. Notation follows SPEC.md."""
+
+INTRO = """**SpecScope** runs speculative decoding for real, one step at a time. A cheap drafter guesses
+several tokens; the target model p checks all of them in a single forward pass and keeps the longest
+run it agrees with, plus one token of its own. Every number on this page is measured on this machine."""
+
+STEP = """**What a step is.** One draft phase, then one verification forward of the target. The step commits
+τ tokens: the accepted drafted tokens plus the target's *bonus* token (so τ ≥ 1 always). The draft spent
+δ forward passes getting there. Over a run, the mean of τ is **MAT**."""
+
+TREE = """**The tree.** Instead of one guess per position, a tree drafts several alternatives, so one miss does
+not end the step. The target verifies the whole tree at once (each node only sees its own ancestors) and
+walks down while its choice is one of the drafted children. Green nodes were accepted, red ones were
+judged and lost, grey ones were never reached because their parent lost; the star is the bonus token.
+Node size is the path score p(u), the product of the draft's q along the path."""
+
+GATE = """**TALON's gate.** The first k levels keep the draft's Top-K, whatever it believes, so an
+over-confident draft cannot collapse the tree. After that, all children of the whole frontier compete
+in one pool: the best score m_d sets the anchor and everything with p(u) ≥ μ·m_d survives. A sure context
+gives a high m_d and a strict gate (a deep, narrow tree); an uncertain one gives a loose gate (shallow,
+wide). The node budget N caps the total, so hard contexts stop early and spend few draft forwards.
+The static EAGLE-style tree beside it always grows D levels of K, whatever the context."""
+
+ACT = """**ACT: annealed confidence.** SpecBound drafts with the target's own shallow layers through small
+exit heads. Shallow heads are often sure and wrong, so their logits are cooled by a temperature
+T_ℓ = 1 + α(1 − ℓ/L) that is large for shallow layers and 1 at the top. A token exits at the first layer
+whose annealed confidence max softmax(z/T_ℓ) reaches τ_exit. Toggle raw vs annealed to see which early
+exits the annealing prevented."""
+
+BSCS = """**BSCS: bounded drafting.** Drafting stops, and the target verifies, when a token needs more than
+d_max layers (a hard token: drafting further would waste work) or after w_max drafted tokens in a row
+(longer blocks are rarely all accepted). Verification runs the drafted tokens through the layers they
+skipped, so every committed token saw all L layers and the output is the target's own."""
+
+SPEEDUP = """**Is it faster? R = τ / (1 + c·δ).** A step costs one target forward plus δ draft forwards, each c times
+as expensive as a target forward, and it yields τ tokens; plain decoding yields one token per target
+forward. So the modelled speed-up is R = τ/(1 + cδ). The stats panel measures c on this machine (draft
+milliseconds per forward in this run over the target's per-token time in a plain run of the same
+prompt) and puts R beside the speed-up actually measured. The Oracle line τ = δ in the scatter marks
+steps where every draft forward paid for exactly one token."""
+
+LOSSLESS = """**Lossless.** With temperature 0 the output must equal plain greedy decoding token for token; the
+page checks this against a real plain run. With sampling, each token is distributed exactly as if the
+target had sampled it alone (the test suite checks this statistically)."""

@@ -1,0 +1,141 @@
+"""A Run is one browser session's live decoding: the engine Session (torch caches, never copied), the
+plain traces it produced, step timings, the prefix before each step (for the static side-by-side) and
+the AR baseline. gr.State holds the Run object itself; Gradio stores returned state without copying."""
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from dataclasses import dataclass, field
+
+from core.engine import Session, SessionError
+from core.methods import build_method
+from core.sampling import SamplingConfig
+from core.trace import StepTrace
+from ui.models import get_models
+from viz.stats import Baseline, RunStats, run_stats
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run; a changed config means a fresh run."""
+    method: str
+    prompt: str
+    knobs: tuple[tuple[str, float], ...]
+    temperature: float = 0.0
+    seed: int = 0
+    max_new_tokens: int = 64
+    target: str = "embedded"
+    draft: str = "embedded"
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(temperature=self.temperature, seed=self.seed)
+
+    def as_dict(self) -> dict:
+        return {"method": self.method, "prompt": self.prompt, **dict(self.knobs), "temperature": self.temperature,
+                "seed": self.seed, "max_new_tokens": self.max_new_tokens, "target": self.target, "draft": self.draft}
+
+
+def build(method: str, knobs: dict):
+    """build_method with a clear message when a method's module has not landed in this build."""
+    try:
+        return build_method(method, **knobs)
+    except ImportError as exc:
+        raise ValueError(f"'{method}' is not available in this build ({exc})") from None
+
+
+def new_session(cfg: RunConfig, prompt: str | list[int] | None = None, method: str | None = None) -> Session:
+    m = build(method or cfg.method, dict(cfg.knobs))
+    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft)
+    return Session(target, m, cfg.prompt if prompt is None else prompt, cfg.sampling, cfg.max_new_tokens, draft)
+
+
+@functools.lru_cache(maxsize=64)
+def baseline_for(target: str, prompt: str, temperature: float, seed: int, max_new_tokens: int) -> Baseline:
+    """Plain AR decoding of the prompt, timed once per (model, prompt, sampling, length) and shared."""
+    cfg = RunConfig("ar", prompt, (), temperature, seed, max_new_tokens, target)
+    s = new_session(cfg)
+    t0 = time.perf_counter()
+    res = s.generate()
+    wall = time.perf_counter() - t0 - s.prefill_ms / 1000
+    per_forward = sum(t.verify_ms for t in res.traces) / max(1, len(res.traces))
+    return Baseline(list(res.output_ids), wall, per_forward)
+
+
+@dataclass
+class Run:
+    config: RunConfig
+    session: Session
+    step_ms: list[float] = field(default_factory=list)
+    prefixes: list[list[int]] = field(default_factory=list)  # committed ids before each step
+    shadows: dict[int, StepTrace] = field(default_factory=dict)  # step -> static tree from the same prefix
+    base: Baseline | None = None  # the AR baseline, once computed (after the first step, off the Step path)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def start(cls, cfg: RunConfig) -> "Run":
+        return cls(cfg, new_session(cfg))
+
+    def __deepcopy__(self, memo) -> "Run":
+        return self  # the caches are per session and never copied
+
+    @property
+    def traces(self) -> list[StepTrace]:
+        return self.session.traces
+
+    @property
+    def done(self) -> bool:
+        return self.session.done
+
+    def prompt_text(self) -> str:
+        return self.session.target.tokenizer.decode(self.session.prompt_ids)
+
+    def step(self) -> StepTrace:
+        """One engine step, timed around the call (what the stats' tokens/s use)."""
+        if not self.lock.acquire(blocking=False):
+            raise SessionError("a step is already running for this session")
+        try:
+            prefix = list(self.session.ids)
+            t0 = time.perf_counter()
+            trace = self.session.step()
+            self.step_ms.append((time.perf_counter() - t0) * 1000)
+            self.prefixes.append(prefix)
+            return trace
+        finally:
+            self.lock.release()
+
+    def shadow(self, index: int, knobs: dict) -> StepTrace | None:
+        """The static EAGLE-style tree drafted and verified once from step `index`'s prefix with the same
+        budget, in a throwaway session, so the run's own text is untouched."""
+        if index in self.shadows or not 0 <= index < len(self.prefixes):
+            return self.shadows.get(index)
+        cfg, prefix = self.config, self.prefixes[index]
+        left = cfg.max_new_tokens - (len(prefix) - len(self.session.prompt_ids))  # the same length limit
+        shadow_cfg = RunConfig("static", cfg.prompt, tuple(knobs.items()), cfg.temperature, cfg.seed + index,
+                               max(1, left), cfg.target, cfg.draft)
+        self.shadows[index] = new_session(shadow_cfg, prompt=prefix).step()
+        return self.shadows[index]
+
+    def baseline(self) -> Baseline:
+        if self.base is None:
+            c = self.config
+            self.base = baseline_for(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens)
+        return self.base
+
+    def stats(self) -> RunStats:
+        return run_stats(self.traces, self.step_ms, self.session.output_ids, self.config.sampling.greedy,
+                         self.base, self.done, self.session.prefill_ms)
+
+    def export(self) -> dict:
+        """The whole run as JSON-ready data: config, text, every step's trace and the static shadows."""
+        return {
+            "config": self.config.as_dict(),
+            "prompt_text": self.prompt_text(),
+            "output_text": self.session.target.tokenizer.decode(self.session.output_ids),
+            "output_ids": list(self.session.output_ids),
+            "stop_reason": self.session.stop_reason,
+            "step_ms": list(self.step_ms),
+            "steps": [t.to_dict() for t in self.traces],
+            "static_shadows": {str(i): t.to_dict() for i, t in self.shadows.items()},
+        }

@@ -1,0 +1,91 @@
+"""What each view shows for a run at a replayed step: figures and HTML from viz/, built only from the
+stored traces (replay never recomputes anything)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from ui.run import Run
+from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
+from viz.html import budget_html, levels_html, message_html, stats_html, text_html
+from viz.outcome_figs import oracle_scatter, tau_delta_timeline
+from viz.tree_fig import tree_figure
+
+
+@dataclass
+class Outcomes:
+    text: str
+    timeline: go.Figure
+    scatter: go.Figure
+    stats: str
+
+
+@dataclass
+class TreeView:
+    tree: go.Figure
+    static: go.Figure
+    budget: str
+    levels: str
+    outcomes: Outcomes
+
+
+@dataclass
+class ExitView:
+    heatmap: go.Figure
+    bars: str | go.Figure
+    why: str
+    outcomes: Outcomes
+
+
+def clamp(run: Run | None, index: int | None) -> int | None:
+    """The step to show: the requested one if it exists, else the latest."""
+    if run is None or not run.traces:
+        return None
+    last = len(run.traces) - 1
+    return last if index is None else max(0, min(int(index), last))
+
+
+def outcomes(run: Run | None, index: int | None) -> Outcomes:
+    if run is None or index is None:
+        return Outcomes(message_html("Press Step (or Play) to start."), tau_delta_timeline([]),
+                        oracle_scatter({}), message_html("No steps yet."))
+    traces = run.traces
+    series = {run.config.method: traces[: index + 1]}
+    shadows = [run.shadows[i] for i in sorted(run.shadows) if i <= index]
+    if shadows:
+        series["static (same prefix)"] = shadows
+    return Outcomes(text_html(run.prompt_text(), traces, index), tau_delta_timeline(traces, index),
+                    oracle_scatter(series), stats_html(run.stats()))
+
+
+def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> TreeView:
+    index = clamp(run, index)
+    trace = None if index is None else run.traces[index]
+    shadow = None if index is None else run.shadows.get(index)
+    title = "" if trace is None else f"{run.config.method.upper()} · step {index + 1} · τ = {trace.tau}, δ = {trace.delta}"
+    if shadow is None:
+        static = tree_figure(None, title="Static EAGLE-style tree (same prefix, same N)")
+        if trace is not None:
+            static.layout.annotations[0].text = "Computing the static tree for this prefix…"
+    else:
+        static = tree_figure(shadow, show_pruned, f"STATIC (D={shadow.details.get('depth')}, same N) · "
+                                                  f"τ = {shadow.tau}, δ = {shadow.delta}")
+    return TreeView(tree_figure(trace, show_pruned, title), static, budget_html(trace), levels_html(trace),
+                    outcomes(run, index))
+
+
+def heads_note(trace) -> str:
+    heads = trace.details.get("heads")
+    if heads == "logit-lens":
+        return ("Exit heads: none trained for this model, so each layer is read through the model's own final norm "
+                "and LM head (logit lens); confidences are lower than trained heads would give.")
+    return f"Exit heads: {heads}." if heads else ""
+
+
+def exit_view(run: Run | None, index: int | None, annealed: bool = True) -> ExitView:
+    index = clamp(run, index)
+    trace = None if index is None else run.traces[index]
+    why = message_html("No step yet.") if trace is None else (
+        budget_html(trace) + message_html(why_stopped(trace)) + message_html(heads_note(trace)))
+    return ExitView(confidence_heatmap(trace, annealed), exit_bars(trace), why, outcomes(run, index))

@@ -1,0 +1,143 @@
+"""SpecBound views: the layer × token confidence heatmap (raw or annealed) with τ_exit, exit depths,
+d_max and w_max drawn on it, and the exit-depth bars with why drafting stopped."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from core.trace import StepTrace
+from viz.palette import FONT, STATUS_COLORS
+from viz.tree_fig import show_token
+
+STOP_WHY = {
+    "d_max": "a token went d_max layers deep without any exit head reaching τ_exit (a hard token)",
+    "w_max": "w_max tokens were drafted in a row, the bound on one block",
+    "eos": "the draft produced end-of-text",
+    "length": "the length limit was reached",
+    "gamma": "the chain drafted its γ tokens",
+    "budget": "the node budget N was spent",
+    "frontier": "no candidate passed the gate, so the frontier was empty",
+    "depth": "the static tree reached its depth D",
+}
+
+
+def knob(trace: StepTrace, name: str, default=None):
+    """A knob recorded by the engine in trace.details (None when the method did not record it)."""
+    return trace.details.get(name, default)
+
+
+def num_layers(trace: StepTrace) -> int:
+    for key in ("L", "num_layers", "layers"):
+        if isinstance(trace.details.get(key), int):
+            return trace.details[key]
+    return max((max(e.layers) for e in trace.exits if e.layers), default=1)
+
+
+def why_stopped(trace: StepTrace) -> str:
+    if trace.draft_stop is None:
+        return "drafting did not record why it stopped"
+    reason = STOP_WHY.get(trace.draft_stop, trace.draft_stop)
+    d_max, w_max = knob(trace, "d_max"), knob(trace, "w_max")
+    if trace.draft_stop == "d_max" and d_max is not None:
+        reason += f" (d_max = {d_max})"
+    if trace.draft_stop == "w_max" and w_max is not None:
+        reason += f" (w_max = {w_max})"
+    return f"Drafting stopped because {reason}."
+
+
+def _empty(fig: go.Figure, note: str) -> go.Figure:
+    fig.add_annotation(text=note, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def _token_label(trace: StepTrace, col: int) -> str:
+    e = trace.exits[col]
+    text = trace.nodes[e.node].text if 0 <= e.node < len(trace.nodes) else (e.top_texts[-1] if e.top_texts else "?")
+    return f"{col + 1}:{show_token(text)[:6]}"
+
+
+def _colorscale(tau_exit: float) -> list:
+    """Blues below τ_exit, oranges at or above it: the colour edge is the exit boundary."""
+    t = min(max(tau_exit, 0.01), 0.99)
+    return [[0, "#f7fbff"], [t - 0.005, "#6baed6"], [t, "#fdae6b"], [1, "#a63603"]]
+
+
+def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: int = 420) -> go.Figure:
+    """Rows are layers ℓ (1 = shallowest), columns are the step's drafted tokens; cells the layer never
+    evaluated stay blank. Stars mark each token's exit layer."""
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
+                      margin=dict(l=50, r=20, t=40, b=40))
+    if trace is None or not trace.exits:
+        return _empty(fig, "Press Step to draft with SpecBound's early exits")
+    L = num_layers(trace)
+    tau_exit = float(knob(trace, "tau_exit", 0.9))
+    cols = len(trace.exits)
+    z = [[None] * cols for _ in range(L)]
+    hover = [[""] * cols for _ in range(L)]
+    for col, e in enumerate(trace.exits):
+        for i, layer in enumerate(e.layers):
+            conf = e.annealed_conf[i] if annealed else e.raw_conf[i]
+            z[layer - 1][col] = conf
+            hover[layer - 1][col] = (f"token {col + 1}, layer ℓ={layer}<br>top: {show_token(e.top_texts[i])}<br>"
+                                     f"raw {e.raw_conf[i]:.3f} · annealed {e.annealed_conf[i]:.3f} "
+                                     f"(T_ℓ = {e.temperature[i]:.2f})")
+    labels = [_token_label(trace, c) for c in range(cols)]
+    fig.add_trace(go.Heatmap(z=z, x=labels, y=list(range(1, L + 1)), zmin=0, zmax=1, colorscale=_colorscale(tau_exit),
+                             hovertext=hover, hoverinfo="text", xgap=1, ygap=1, name="confidence",
+                             colorbar=dict(title="annealed" if annealed else "raw", tickvals=[0, tau_exit, 1],
+                                           ticktext=["0", f"τ_exit={tau_exit:g}", "1"])))
+    exit_x = [labels[c] for c, e in enumerate(trace.exits) if e.exit_layer is not None]
+    exit_y = [e.exit_layer for e in trace.exits if e.exit_layer is not None]
+    fig.add_trace(go.Scatter(x=exit_x, y=exit_y, mode="markers", name="exit layer",
+                             marker=dict(symbol="star", size=14, color="white", line=dict(color="black", width=1))))
+    _bounds(fig, trace, cols)
+    mode = "annealed max softmax(z/T_ℓ)" if annealed else "raw max softmax(z)"
+    fig.update_layout(title=dict(text=f"Layer × token confidence ({mode})", x=0.01),
+                      legend=dict(orientation="h", y=-0.12))
+    fig.update_yaxes(title="layer ℓ", range=[0.5, L + 0.5], dtick=1)
+    return fig
+
+
+def _bounds(fig: go.Figure, trace: StepTrace, cols: int) -> None:
+    d_max, w_max, min_exit = knob(trace, "d_max"), knob(trace, "w_max"), knob(trace, "min_exit_layer")
+    if d_max is not None:
+        fig.add_hline(y=d_max + 0.5, line=dict(color="#d73027", dash="dash"),
+                      annotation_text=f"d_max = {d_max}", annotation_position="top left")
+    if min_exit:
+        fig.add_hline(y=min_exit - 0.5, line=dict(color="#777", dash="dot"),
+                      annotation_text=f"min exit layer = {min_exit}", annotation_position="bottom left")
+    if w_max is not None and w_max <= cols:
+        fig.add_vline(x=w_max - 0.5, line=dict(color="#d73027", dash="dash"),
+                      annotation_text=f"w_max = {w_max}", annotation_position="top right")
+
+
+def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
+    """Exit depth of each drafted token, coloured by the target's verdict; a token that hit d_max is red-edged."""
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
+                      margin=dict(l=50, r=20, t=60, b=40))
+    if trace is None or not trace.exits:
+        return _empty(fig, "Exit depths appear after a SpecBound step")
+    L = num_layers(trace)
+    d_max = knob(trace, "d_max")
+    labels, depths, colors, edges, hovers = [], [], [], [], []
+    for col, e in enumerate(trace.exits):
+        labels.append(_token_label(trace, col))
+        hit = e.exit_layer is None
+        depths.append(max(e.layers) if hit and e.layers else e.exit_layer)
+        status = trace.nodes[e.node].status if 0 <= e.node < len(trace.nodes) else "unreached"
+        colors.append(STATUS_COLORS.get(status, "#9e9e9e"))
+        edges.append("#000" if hit else "rgba(0,0,0,0)")
+        hovers.append(f"exit at layer {e.exit_layer} of {L}" if not hit else f"no exit within d_max = {d_max}")
+    fig.add_trace(go.Bar(x=labels, y=depths, marker=dict(color=colors, line=dict(color=edges, width=2)),
+                         hovertext=hovers, hoverinfo="text", name="exit depth"))
+    if d_max is not None:
+        fig.add_hline(y=d_max, line=dict(color="#d73027", dash="dash"), annotation_text=f"d_max = {d_max}")
+    saved = 1 - sum(depths) / max(1, L * len(depths))
+    fig.update_layout(title=dict(text=f"Exit depth per drafted token · {why_stopped(trace)}<br>"
+                                      f"<sup>layers skipped while drafting: {saved:.0%} of full forwards</sup>",
+                                 x=0.01, font=dict(size=12)))
+    fig.update_yaxes(title="layers run", range=[0, L + 0.5])
+    return fig

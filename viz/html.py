@@ -1,0 +1,88 @@
+"""Small HTML panels: the generated text coloured by step and origin, the stats panel, the budget meter
+and the per-depth gate table. Every string from the model is escaped."""
+from __future__ import annotations
+
+from html import escape
+
+from core.trace import StepTrace
+from viz.exits_fig import why_stopped
+from viz.palette import STATUS_COLORS, step_hue
+from viz.stats import RunStats
+
+
+def token_origins(trace: StepTrace) -> list[str]:
+    """Per committed token: 'draft' (an accepted drafted token) or 'bonus' (the target's own token)."""
+    return ["draft" if i < len(trace.accepted_path) else "bonus" for i in range(len(trace.committed_ids))]
+
+
+def text_html(prompt: str, traces: list[StepTrace], upto: int | None = None) -> str:
+    """The prompt in grey, then each step's tokens on a background hue that changes per step; accepted
+    drafted tokens are plain, bonus tokens are underlined in the bonus colour."""
+    shown = traces if upto is None else traces[: upto + 1]
+    parts = [f'<span class="ss-prompt">{escape(prompt)}</span>']
+    for t in shown:
+        for text, origin in zip(t.committed_texts, token_origins(t)):
+            style = f"background:{step_hue(t.index)}"
+            if origin == "bonus":
+                style += f";border-bottom:3px solid {STATUS_COLORS['bonus']}"
+            title = f"step {t.index + 1} · {'accepted draft' if origin == 'draft' else 'bonus token from the target'}"
+            parts.append(f'<span class="ss-tok ss-{origin}" style="{style}" title="{title}">{escape(text)}</span>')
+    legend = (f'<div class="ss-legend">background = step · <span style="border-bottom:3px solid '
+              f'{STATUS_COLORS["bonus"]}">underlined</span> = bonus token from the target · plain = accepted '
+              f'draft token</div>')
+    return f'<div class="ss-text">{"".join(parts)}</div>{legend}'
+
+
+def _fmt(v: float | None, spec: str = ".2f", suffix: str = "") -> str:
+    return "—" if v is None else f"{v:{spec}}{suffix}"
+
+
+def stats_html(s: RunStats) -> str:
+    if s.lossless is None:
+        check = f'<span class="ss-na">lossless check: {escape(s.lossless_note)}</span>'
+    elif s.lossless:
+        check = f'<span class="ss-ok">lossless check: output equals plain decoding ✓</span> <small>{escape(s.lossless_note)}</small>'
+    else:
+        check = f'<span class="ss-bad">lossless check: ✗ {escape(s.lossless_note)}</span>'
+    rows = [("steps", str(s.steps)), ("tokens", str(s.tokens)), ("MAT (mean τ)", _fmt(s.mat)),
+            ("mean δ", _fmt(s.mean_delta)), ("tokens/s", _fmt(s.tok_s, ".1f")), ("c = T_q/T_p", _fmt(s.c, ".3f")),
+            ("modelled R = τ/(1+cδ)", _fmt(s.R, ".2f", "×")), ("measured speed-up over AR", _fmt(s.speedup, ".2f", "×"))]
+    cells = "".join(f'<div class="ss-stat"><div class="ss-k">{k}</div><div class="ss-v">{v}</div></div>' for k, v in rows)
+    notes = (f"<small>tokens/s: committed tokens over the summed wall time of this run's Step calls, the prompt's "
+             f"prefill taken out. Speed-up: that over plain AR decoding of the same prompt, timed the same way once "
+             f"on this machine. "
+             f"{escape(s.c_note)}.</small>")
+    return f'<div class="ss-stats">{cells}</div><div>{check}</div><div>{notes}</div>'
+
+
+def budget_html(trace: StepTrace | None) -> str:
+    """Nodes used of the budget: N for trees, γ for chains, w_max for SpecBound."""
+    if trace is None:
+        return '<div class="ss-budget">budget: no step yet</div>'
+    d = trace.details
+    cap, label = next(((d[k], k) for k in ("N", "gamma", "w_max") if isinstance(d.get(k), int)), (None, ""))
+    used = len(trace.nodes)
+    if not cap:
+        return f'<div class="ss-budget">{used} nodes drafted</div>'
+    frac = min(1.0, used / cap)
+    name = {"N": "N", "gamma": "γ", "w_max": "w_max"}[label]
+    return (f'<div class="ss-budget"><div class="ss-meter"><div style="width:{frac:.0%}"></div></div>'
+            f"budget: {used} of {name} = {cap} nodes used · δ = {trace.delta} draft forwards · "
+            f"τ = {trace.tau} committed</div>")
+
+
+def levels_html(trace: StepTrace | None) -> str:
+    """Per depth: frontier, candidates, anchor m_d, gate μ·m_d, what was kept and what each rule cut."""
+    if trace is None or not trace.levels:
+        return ""
+    head = "<tr><th>d</th><th>frontier</th><th>scored</th><th>m_d</th><th>μ·m_d</th><th>kept</th><th>cut: gate</th><th>budget</th><th>Top-K</th><th>budget left</th></tr>"
+    body = "".join(
+        f"<tr><td>{lv.depth}</td><td>{lv.frontier}</td><td>{lv.candidates}</td><td>{_fmt(lv.anchor, '.3g')}</td>"
+        f"<td>{_fmt(lv.gate, '.3g')}</td><td>{lv.kept}</td><td>{lv.cut_by_gate}</td><td>{lv.cut_by_budget}</td>"
+        f"<td>{lv.cut_by_topk}</td><td>{lv.budget_left}</td></tr>" for lv in trace.levels)
+    stop = f"<div><small>{escape(why_stopped(trace))}</small></div>" if trace.draft_stop else ""
+    return f'<table class="ss-levels">{head}{body}</table>{stop}'
+
+
+def message_html(text: str) -> str:
+    return f'<div class="ss-note">{escape(text)}</div>'

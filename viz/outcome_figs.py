@@ -1,0 +1,77 @@
+"""Outcome plots shared by every view: τ and δ per step, the (δ, τ) scatter against the Oracle line
+τ = δ, the Compare bars and the Tune heatmaps."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from core.trace import StepTrace
+from viz.palette import FONT, METHOD_COLORS
+
+
+def _base(height: int, title: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
+                      margin=dict(l=50, r=20, t=40, b=40), title=dict(text=title, x=0.01),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def tau_delta_timeline(traces: list[StepTrace], current: int | None = None, height: int = 260) -> go.Figure:
+    """τ (tokens committed) and δ (draft forwards) per step; the replayed step is highlighted."""
+    fig = _base(height, "τ and δ per step")
+    xs = [t.index + 1 for t in traces]
+    fig.add_trace(go.Scatter(x=xs, y=[t.tau for t in traces], mode="lines+markers", name="τ tokens committed"))
+    fig.add_trace(go.Scatter(x=xs, y=[t.delta for t in traces], mode="lines+markers", name="δ draft forwards",
+                             line=dict(dash="dot")))
+    if current is not None and traces:
+        fig.add_vline(x=current + 1, line=dict(color="#999", width=1))
+    fig.update_xaxes(title="step", dtick=1 if len(traces) <= 20 else None)
+    return fig
+
+
+def oracle_scatter(series: dict[str, list[StepTrace]], height: int = 300) -> go.Figure:
+    """One point per step at (δ, τ). Points on the Oracle line τ = δ got one token per draft forward."""
+    fig = _base(height, "(δ, τ) per step vs the Oracle line τ = δ")
+    top = 1
+    for name, traces in series.items():
+        if not traces:
+            continue
+        d = [t.delta for t in traces]
+        tau = [t.tau for t in traces]
+        top = max(top, *d, *tau)
+        fig.add_trace(go.Scatter(x=d, y=tau, mode="markers", name=name, opacity=0.75,
+                                 marker=dict(size=9, color=METHOD_COLORS.get(name.split()[0])),
+                                 hovertext=[f"step {t.index + 1}: δ={t.delta}, τ={t.tau}" for t in traces],
+                                 hoverinfo="text"))
+    fig.add_trace(go.Scatter(x=[0, top + 1], y=[0, top + 1], mode="lines", name="Oracle τ = δ",
+                             line=dict(color="#444", dash="dash"), meta="oracle"))
+    fig.update_xaxes(title="δ (draft forwards)", range=[-0.3, top + 1])
+    fig.update_yaxes(title="τ (tokens committed)", range=[0, top + 1])
+    return fig
+
+
+def compare_bars(rows: list[dict], height: int = 320) -> go.Figure:
+    """rows: {method, mat, speedup} per method that ran; MAT and speed-up side by side."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("MAT (mean τ)", "speed-up over AR (measured)"))
+    names = [r["method"] for r in rows]
+    colors = [METHOD_COLORS.get(n, "#888") for n in names]
+    fig.add_trace(go.Bar(x=names, y=[r["mat"] for r in rows], marker_color=colors, showlegend=False), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=[r.get("speedup") or 0 for r in rows], marker_color=colors,
+                         showlegend=False), 1, 2)
+    fig.add_hline(y=1, line=dict(color="#444", dash="dash"), row=1, col=2)
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
+                      margin=dict(l=40, r=20, t=40, b=40))
+    return fig
+
+
+def sweep_heatmap(xs: list, ys: list, z: list[list[float | None]], title: str, xlabel: str, ylabel: str,
+                  height: int = 320) -> go.Figure:
+    """z[i][j] is the value at (ys[i], xs[j]); each cell is labelled with its value."""
+    fig = _base(height, title)
+    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    fig.add_trace(go.Heatmap(z=z, x=[str(x) for x in xs], y=[str(y) for y in ys], text=text,
+                             texttemplate="%{text}", colorscale="Viridis", hoverinfo="z"))
+    fig.update_xaxes(title=xlabel, type="category")
+    fig.update_yaxes(title=ylabel, type="category")
+    return fig
