@@ -80,7 +80,7 @@ class StepTrace:
     committed_ids: list[int] = field(default_factory=list)  # what the step appended (after EOS/length cuts)
     committed_texts: list[str] = field(default_factory=list)
     tau: int = 0  # tokens committed
-    delta: int = 0  # draft forwards spent
+    delta: float = 0  # draft forwards spent (SpecBound: layers computed while drafting / L, a fraction)
     target_forwards: int = 0
     build_ms: float = 0.0  # tree-shaping logic alone
     draft_ms: float = 0.0  # draft forwards

@@ -1,0 +1,271 @@
+"""SpecBound: the target drafts with its own shallow layers (exit heads), then verifies exactly.
+
+Drafting (ACT + BSCS). Token after token, the last token is pushed through layers ℓ = 1, 2, ...
+and after each layer ℓ ≥ min_exit_layer its exit head gives z^(ℓ); with T_ℓ = 1 + α(1 − ℓ/L)
+the token exits at the first layer where max softmax(z^(ℓ)/T_ℓ) ≥ τ_exit and the next token
+is drafted from q = softmax(z^(ℓ)) (argmax when greedy). Drafting stops when a token reaches
+d_max layers without exiting, after w_max drafted tokens, at EOS, or when the length budget
+is used up. A token that reaches layer L always exits there (there is nothing deeper), so
+d_max = L disables the depth bound.
+
+Exactness. A token's layer-ℓ output is exact only if its own input to ℓ is exact and every
+earlier token's layer-ℓ K/V are exact. While drafting, a token at layer ℓ attends only to
+earlier block tokens that computed layer ℓ (the rest are masked out: a cheap, inexact draft).
+So token j's first e_j layers are exact only up to x_j = min(e_0, ..., e_j) (a prefix
+minimum of the drafting depths e). Every token keeps its hidden states h^0..h^(e_j).
+Verification is one staggered parallel pass: at layer i it runs the suffix of block tokens
+with x_j ≤ i (x is non-increasing, so it is a suffix that grows as i rises), each token joining
+with its stored exact state h^(x_j); tokens with x_j > i keep their exact K/V in the cache.
+The pass starts at the shallowest inexact layer min_j x_j and computes every layer of every
+token that was not computed exactly, so the final logits are the target's own (up to the
+last-bit noise of a different batch shape, as with any verification forward).
+
+Compute. δ is counted in full-forward equivalents: layers computed while drafting / L, so
+R = τ / (1 + cδ) stays comparable with other methods. `details` also holds the layers of the
+verification pass, the exit-head evaluations and the layers AR would spend for the same τ.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from core.engine import Session, Timer
+from core.exit_heads import ExitHeads, heads_for
+from core.model import CausalLM, causal_mask
+from core.sampling import choose, probs
+from core.trace import ROOT, DraftNode, ExitTrace, StepTrace, TargetChoice
+from core.verify import verify_chain_greedy, verify_chain_sampling
+
+# Defaults measured on the embedded 12-layer target with trained heads (see assets/models/README.md).
+DEFAULTS = dict(alpha=1.0, tau_exit=0.6, d_max=8, w_max=8, min_exit_layer=3)
+
+
+def act_temperature(layer: int, num_layers: int, alpha: float) -> float:
+    """T_ℓ = 1 + α(1 − ℓ/L): shallow layers are deflated more, the last layer not at all."""
+    return 1.0 + alpha * (1.0 - layer / num_layers)
+
+
+@dataclass
+class LayerConfidence:
+    layer: int
+    temperature: float  # T_ℓ
+    raw: float  # max softmax(z^(ℓ))
+    annealed: float  # max softmax(z^(ℓ) / T_ℓ)
+    top_id: int
+
+
+def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float) -> LayerConfidence:
+    """z: (V,) exit-head logits after layer ℓ."""
+    t = act_temperature(layer, num_layers, alpha)
+    raw = float(torch.softmax(z.float(), -1).max())
+    annealed = float(torch.softmax(z.float() / t, -1).max())
+    return LayerConfidence(layer, t, raw, annealed, int(z.argmax()))
+
+
+def exits_at(conf: LayerConfidence, tau_exit: float) -> bool:
+    return conf.annealed >= tau_exit
+
+
+@dataclass
+class Block:
+    """The tokens of one step: pending (committed, not cached) then drafted; token j sits at slot base + j."""
+    base: int
+    tokens: list[int]
+    n_pending: int
+    depth: list[int] = field(default_factory=list)  # e_j: layers computed while drafting
+    hidden: list[list[torch.Tensor]] = field(default_factory=list)  # hidden[j][ℓ]: (d,) after ℓ layers
+    drafted: list[int] = field(default_factory=list)
+    q: list[torch.Tensor] = field(default_factory=list)  # (V,) the distribution drafted[i] came from
+    exits: list[ExitTrace] = field(default_factory=list)
+    stop: str = ""
+    layers: int = 0  # layer passes spent drafting
+    head_evals: int = 0
+
+    def add(self, tokens: list[int]) -> None:
+        self.tokens += tokens
+        self.depth += [0] * len(tokens)
+        self.hidden += [[] for _ in tokens]
+
+    @property
+    def exact_depth(self) -> list[int]:
+        """x_j = min(e_0, ..., e_j): how many layers of token j were computed exactly."""
+        return [min(self.depth[: j + 1]) for j in range(len(self.tokens))]
+
+
+def draft_mask(block: Block, g0: int, g1: int, layer: int, device: torch.device) -> torch.Tensor:
+    """(T_g, base + g1) for running layer `layer` (1-based) on block tokens [g0, g1): the cached prefix,
+    earlier block tokens that computed this layer, and the group itself causally."""
+    done = torch.tensor([block.depth[j] >= layer for j in range(g0)], dtype=torch.bool, device=device)  # (g0,)
+    mask = causal_mask(block.base + g0, g1 - g0, device)  # (T_g, base + g1)
+    mask[:, block.base: block.base + g0] = done
+    return mask
+
+
+@dataclass
+class SpecBoundMethod:
+    alpha: float = DEFAULTS["alpha"]
+    tau_exit: float = DEFAULTS["tau_exit"]
+    d_max: int = DEFAULTS["d_max"]  # clamped to L; L = no depth bound
+    w_max: int | None = DEFAULTS["w_max"]  # None = unbounded
+    min_exit_layer: int = DEFAULTS["min_exit_layer"]
+    heads: ExitHeads | None = None  # None: the target's trained heads, else the logit lens
+    name: str = "specbound"
+    needs_draft: bool = False
+
+    @torch.inference_mode()
+    def step(self, s: Session) -> StepTrace:
+        lm, cache = s.target, s.tcache
+        L = lm.num_layers
+        heads = self.heads or heads_for(lm)
+        d_max = min(self.d_max, L)
+        min_exit = min(self.min_exit_layer, d_max)
+        trace = s.new_trace()
+        block = Block(cache.length, [], 0)
+        block.add(s.pending(cache))
+        block.n_pending = len(block.tokens)
+        w_limit = min(self.w_max or math.inf, s.remaining - 1)  # the bonus token always fits
+        # 1. draft token after token through the shallow layers (ACT exits, BSCS bounds)
+        with Timer(lm.device) as t_draft:
+            self._draft(s, heads, block, w_limit, d_max, min_exit)
+        # 2. one staggered pass through every layer not computed exactly; rows predict drafted[i] and the bonus
+        with Timer(lm.device) as t_verify:
+            final, verify_layers, start_layer = self._verify(lm, cache, block)
+            logits = lm.head(final)  # (w + 1, V)
+            p = probs(logits, s.sampling)
+            drafted = block.drafted
+            if s.sampling.greedy:
+                verdict = verify_chain_greedy(drafted, logits)
+            else:
+                q = torch.stack(block.q) if block.q else p[:0]  # (w, V)
+                verdict = verify_chain_sampling(drafted, q, p, s.gen)
+        trace.draft_ms, trace.verify_ms = t_draft.ms, t_verify.ms
+        trace.delta, trace.target_forwards = block.layers / L, 1
+        # 3. record the drafted chain, what the target chose, and the per-layer exits
+        a = verdict.accepted
+        score = 1.0
+        for i, tok in enumerate(drafted):
+            qi = float(block.q[i][tok])
+            score *= qi
+            status = "accepted" if i < a else "rejected" if i == a else "unreached"
+            trace.nodes.append(DraftNode(tok, s.text_of(tok), i - 1 if i else ROOT, i, qi, score,
+                                         float(p[i, tok]), status))
+        trace.accepted_path = list(range(a))
+        trace.choices = [TargetChoice(ROOT if i == 0 else i - 1, drafted[i], trace.nodes[i].text, trace.nodes[i].p)
+                         for i in range(a)]
+        trace.choices.append(TargetChoice(a - 1 if a else ROOT, verdict.bonus, s.text_of(verdict.bonus),
+                                          float(p[a, verdict.bonus])))
+        trace.exits, trace.draft_stop = block.exits, block.stop
+        # 4. every block slot now holds exact K/V; keep the committed ones (the bonus is fed next step)
+        cache.rollback(block.base + block.n_pending + a)
+        s.finish_trace(trace, drafted[:a] + [verdict.bonus])
+        computed = block.layers + verify_layers
+        trace.details = {
+            "alpha": self.alpha, "tau_exit": self.tau_exit, "d_max": d_max, "w_max": self.w_max,
+            "min_exit_layer": min_exit, "heads": heads.kind, "num_layers": L,
+            "layers_draft": block.layers, "layers_verify": verify_layers, "layers_computed": computed,
+            "layers_full_equivalent": trace.tau * L, "compute_saved": 1 - computed / max(1, trace.tau * L),
+            "head_evals": block.head_evals, "verify_from_layer": start_layer, "residual": verdict.residual,
+        }
+        return trace
+
+    def _draft(self, s: Session, heads: ExitHeads, block: Block, w_limit: float, d_max: int, min_exit: int) -> None:
+        lm = s.target
+        L = lm.num_layers
+        g0, g1 = 0, len(block.tokens)
+        while True:
+            if len(block.drafted) >= w_limit:
+                block.stop = "w_max" if self.w_max and len(block.drafted) >= self.w_max else "length"
+                return
+            positions = torch.arange(block.base + g0, block.base + g1, device=lm.device)  # (T_g,)
+            h = lm.embed(torch.tensor(block.tokens[g0:g1], device=lm.device))  # (T_g, d)
+            for j in range(g0, g1):
+                block.hidden[j].append(h[j - g0])
+            confs: list[LayerConfidence] = []
+            exit_logits = None
+            for layer in range(1, d_max + 1):
+                mask = draft_mask(block, g0, g1, layer, lm.device)
+                h = lm.forward_layers(h, positions, s.tcache, block.base + g0, mask, layer - 1, layer)  # (T_g, d)
+                block.layers += 1
+                for j in range(g0, g1):
+                    block.depth[j] = layer
+                    block.hidden[j].append(h[j - g0])
+                if layer < min_exit:
+                    continue
+                z = heads.logits(lm, layer, h[-1:])[0]  # (V,)
+                block.head_evals += 1
+                conf = layer_confidence(z, layer, L, self.alpha)
+                confs.append(conf)
+                if exits_at(conf, self.tau_exit) or layer == L:
+                    exit_logits = z
+                    break
+            exit_layer = confs[-1].layer if exit_logits is not None else None
+            block.exits.append(ExitTrace(
+                node=len(block.drafted), layers=[c.layer for c in confs], raw_conf=[c.raw for c in confs],
+                annealed_conf=[c.annealed for c in confs], temperature=[c.temperature for c in confs],
+                top_ids=[c.top_id for c in confs], top_texts=[s.text_of(c.top_id) for c in confs],
+                exit_layer=exit_layer))
+            if exit_logits is None:
+                block.stop = "d_max"
+                return
+            q = probs(exit_logits, s.sampling)  # (V,)
+            tok = choose(exit_logits, q, s.sampling, s.gen)
+            block.drafted.append(tok)
+            block.q.append(q)
+            block.add([tok])
+            if tok in lm.eos_ids:
+                block.stop = "eos"
+                return
+            g0, g1 = g1, g1 + 1
+
+    def _verify(self, lm: CausalLM, cache, block: Block) -> tuple[torch.Tensor, int, int]:
+        """Final hidden states of block tokens n_pending − 1 .. end: (w + 1, d); layer passes run; first layer run."""
+        L, n, base = lm.num_layers, len(block.tokens), block.base
+        x = block.exact_depth
+        first = x[-1] if n else L
+        run: torch.Tensor | None = None
+        s_cur = n
+        for i in range(first, L):
+            s_new = s_cur
+            while s_new > 0 and x[s_new - 1] <= i:
+                s_new -= 1
+            if s_new < s_cur:  # these tokens' states are exact up to layer i: they join the pass here
+                if i == 0:  # includes the last drafted token, which drafting never fed
+                    joiners = lm.embed(torch.tensor(block.tokens[s_new:s_cur], device=lm.device))  # (n_join, d)
+                else:
+                    joiners = torch.stack([block.hidden[j][i] for j in range(s_new, s_cur)])  # (n_join, d)
+                run = joiners if run is None else torch.cat([joiners, run])
+                s_cur = s_new
+            positions = torch.arange(base + s_cur, base + n, device=lm.device)  # (T,)
+            mask = causal_mask(base + s_cur, n - s_cur, lm.device)  # (T, base + n)
+            run = lm.forward_layers(run, positions, cache, base + s_cur, mask, i, i + 1)  # (T, d)
+        exact = [torch.stack([block.hidden[j][L] for j in range(s_cur)])] if s_cur else []  # computed in full
+        rows = torch.cat(exact + ([run] if run is not None else []))  # (n, d)
+        return rows[block.n_pending - 1:], L - first, first
+
+
+def _as_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum} (got {value!r})")
+    return value
+
+
+def build_specbound_method(alpha: float = DEFAULTS["alpha"], tau_exit: float = DEFAULTS["tau_exit"],
+                           d_max: int = DEFAULTS["d_max"], w_max: int | None = DEFAULTS["w_max"],
+                           min_exit_layer: int = DEFAULTS["min_exit_layer"], **_other) -> SpecBoundMethod:
+    """Validate the knobs (user-facing messages). d_max above L means L (no depth bound);
+    w_max = None or 0 means unbounded. Knobs of other methods are ignored."""
+    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a finite number >= 0 (got {alpha!r})")
+    if not (isinstance(tau_exit, (int, float)) and 0 <= tau_exit <= 1):
+        raise ValueError(f"tau-exit must be in [0, 1] (got {tau_exit!r})")
+    d_max = _as_int("d-max", d_max, 1)
+    min_exit_layer = _as_int("min-exit-layer", min_exit_layer, 1)
+    w_max = None if w_max in (None, 0) else _as_int("w-max", w_max, 1)
+    if min_exit_layer > d_max:
+        raise ValueError(f"min-exit-layer ({min_exit_layer}) must be <= d-max ({d_max})")
+    return SpecBoundMethod(alpha=float(alpha), tau_exit=float(tau_exit), d_max=d_max, w_max=w_max,
+                           min_exit_layer=min_exit_layer)

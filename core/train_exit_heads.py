@@ -1,0 +1,208 @@
+"""Train SpecBound's exit heads for any supported model: distil the final layer into every layer ℓ < L.
+
+    python -m core.train_exit_heads --model PATH_OR_HUB_ID --text FILE [--out DIR] [--steps 300] [--seed 0]
+    python -m core.train_exit_heads --model assets/models/target --stdlib --card assets/models/README.md
+
+The base model stays frozen; each head (see core/exit_heads.py) learns KL(p_L || q_ℓ) on random
+windows of the text, where p_L is the model's own next-token distribution. The last 10% of a
+--text file (or, with --stdlib, the held-out files of core/corpus.py) is held out to report each
+layer's top-1 agreement with the final layer, beside the untrained logit lens for reference.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from core.exit_heads import ExitHeads, heads_dir, save_heads
+from core.model import CausalLM
+
+CARD_START = "<!-- exit-heads:start (written by core/train_exit_heads.py) -->"
+CARD_END = "<!-- exit-heads:end -->"
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 300
+    batch: int = 4
+    seq_len: int = 128
+    rank: int = 64
+    lr: float = 3e-3
+    seed: int = 0
+    eval_tokens: int = 8192
+
+
+@dataclass
+class TrainResult:
+    heads: ExitHeads
+    losses: list[float] = field(default_factory=list)  # mean KL over layers, per step
+    seconds: float = 0.0
+
+
+def windows(ids: torch.Tensor, cfg: TrainConfig, gen: torch.Generator) -> torch.Tensor:
+    """A batch of random windows: (B, T)."""
+    starts = torch.randint(0, max(1, len(ids) - cfg.seq_len), (cfg.batch,), generator=gen)
+    return torch.stack([ids[s: s + cfg.seq_len] for s in starts.tolist()])
+
+
+def teacher(lm: CausalLM, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Hidden states after layers 1..L-1, each (B, T, d), and the final log-distribution (B, T, V)."""
+    with torch.no_grad():
+        out = lm.hf(input_ids=x.to(lm.device), output_hidden_states=True)
+        states = [h.float() for h in out.hidden_states[1: lm.num_layers]]  # intermediate states are pre-norm
+        return states, torch.log_softmax(out.logits.float(), -1)
+
+
+def distill_loss(lm: CausalLM, heads: ExitHeads, layer: int, h: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
+    """KL(p_L || q_ℓ) per token, averaged."""
+    log_q = torch.log_softmax(lm.head(heads.adapt(layer, h.to(lm.dtype))), -1)  # (B, T, V)
+    return F.kl_div(log_q, log_p, log_target=True, reduction="none").sum(-1).mean()
+
+
+def train_heads(lm: CausalLM, train_ids: list[int], cfg: TrainConfig, progress: bool = True) -> TrainResult:
+    torch.manual_seed(cfg.seed)
+    lm.hf.requires_grad_(False)
+    heads = ExitHeads(lm.num_layers, lm.config.hidden_size, cfg.rank).to(lm.device)
+    opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.1)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    ids = torch.tensor(train_ids)
+    result = TrainResult(heads)
+    t0 = time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc="exit heads", unit="step", disable=not progress)
+    for _ in bar:
+        states, log_p = teacher(lm, windows(ids, cfg, gen))
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for layer in range(1, lm.num_layers):  # one backward per layer keeps one (B, T, V) graph alive at a time
+            loss = distill_loss(lm, heads, layer, states[layer - 1], log_p) / (lm.num_layers - 1)
+            loss.backward()
+            total += loss.item()
+        opt.step()
+        sched.step()
+        result.losses.append(total)
+        bar.set_postfix(kl=f"{total:.3f}")
+    result.seconds = time.perf_counter() - t0
+    heads.eval().requires_grad_(False)
+    return result
+
+
+@torch.no_grad()
+def agreement(lm: CausalLM, heads: ExitHeads, ids: list[int], eval_tokens: int, chunk: int = 512) -> dict:
+    """Per layer ℓ: top-1 agreement of the head and of the logit lens with the final layer on `ids`."""
+    ids = ids[:eval_tokens]
+    agree = {"head": [0] * (lm.num_layers - 1), "lens": [0] * (lm.num_layers - 1)}
+    n = 0
+    for s in range(0, len(ids), chunk):
+        x = torch.tensor([ids[s: s + chunk]])  # (1, T)
+        states, log_p = teacher(lm, x)
+        final = log_p.argmax(-1)  # (1, T)
+        for layer in range(1, lm.num_layers):
+            h = states[layer - 1].to(lm.dtype)
+            agree["head"][layer - 1] += int((lm.head(heads.adapt(layer, h)).argmax(-1) == final).sum())
+            agree["lens"][layer - 1] += int((lm.head(h).argmax(-1) == final).sum())
+        n += x.shape[1]
+    return {"tokens": n, "head": [a / n for a in agree["head"]], "logit_lens": [a / n for a in agree["lens"]]}
+
+
+def text_split(lm: CausalLM, path: Path) -> tuple[list[int], list[int], str]:
+    ids = lm.tokenizer(path.read_text(encoding="utf-8", errors="replace"), verbose=False)["input_ids"]
+    cut = int(len(ids) * 0.9)
+    return ids[:cut], ids[cut:], f"{path.name} (last 10% held out)"
+
+
+def stdlib_split(lm: CausalLM, max_files: int, seed: int) -> tuple[list[int], list[int], str]:
+    """Train on a seeded sample of the embedded corpus's train files; evaluate on its held-out files."""
+    from core.corpus import source_files, split
+    train, heldout = split(source_files())
+    train = random.Random(seed).sample(train, min(max_files, len(train)))
+    eot = lm.tokenizer.eos_token_id
+
+    def encode(files) -> list[int]:
+        out: list[int] = []
+        for f in files:
+            out += [eot] + lm.tokenizer(f.read(), add_special_tokens=False, verbose=False)["input_ids"]
+        return out
+    return encode(train), encode(heldout), f"stdlib: {len(train)} train files, held-out files of core/corpus.py"
+
+
+def card_section(command: str, data: str, cfg: TrainConfig, res: TrainResult, metrics: dict, mb: float) -> str:
+    rows = "\n".join(f"| {ell} | {lens:.3f} | {head:.3f} |" for ell, (lens, head)
+                     in enumerate(zip(metrics["logit_lens"], metrics["head"]), start=1))
+    return f"""{CARD_START}
+## Exit heads (SpecBound)
+
+Trained with `{command}`
+on {data}: base frozen, one residual adapter per layer ℓ = 1..L−1 (RMSNorm + rank-{cfg.rank} down/up,
+zero-initialised up projection) feeding the model's own final norm and tied LM head, distilled from the
+final layer by KL(p_L ‖ q_ℓ); {cfg.steps} steps of {cfg.batch}×{cfg.seq_len} tokens, AdamW lr {cfg.lr},
+{res.seconds / 60:.1f} min on CPU. Stored as `exit_heads.safetensors` (fp16, {mb:.2f} MB) + `exit_heads.json`.
+
+Top-1 agreement with the final layer on {metrics['tokens']} held-out tokens (final KL {res.losses[-1]:.3f}):
+
+| layer ℓ | logit lens | trained head |
+|---|---|---|
+{rows}
+{CARD_END}
+"""
+
+
+def write_card(path: Path, section: str) -> None:
+    """Replace our marked section of the model card, or append it; the rest of the card is left alone."""
+    text = path.read_text() if path.is_file() else ""
+    if CARD_START in text and CARD_END in text:
+        head, rest = text.split(CARD_START, 1)
+        text = head + section.rstrip("\n") + rest.split(CARD_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="local model folder or Hub id")
+    data = ap.add_mutually_exclusive_group(required=True)
+    data.add_argument("--text", type=Path, help="a UTF-8 text file (the last 10%% is held out)")
+    data.add_argument("--stdlib", action="store_true", help="the embedded models' corpus (core/corpus.py)")
+    ap.add_argument("--out", type=Path, default=None, help="folder for the heads (default: the model's folder)")
+    ap.add_argument("--card", type=Path, default=None, help="model card to write the metrics section into")
+    ap.add_argument("--max-files", type=int, default=300, help="--stdlib: train files sampled")
+    ap.add_argument("--device", default="auto")
+    for name, value in asdict(TrainConfig()).items():
+        ap.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    args = ap.parse_args(argv)
+    cfg = TrainConfig(**{k: getattr(args, k) for k in asdict(TrainConfig())})
+    from core.loading import ModelLoadError, load_model
+    try:
+        lm = load_model(args.model, args.device)
+        if args.text is not None and not args.text.is_file():
+            raise ValueError(f"text file not found: {args.text}")
+        train_ids, held_ids, data_desc = (text_split(lm, args.text) if args.text is not None
+                                          else stdlib_split(lm, args.max_files, cfg.seed))
+        if len(train_ids) <= cfg.seq_len or not held_ids:
+            raise ValueError(f"not enough text: {len(train_ids)} training tokens for windows of {cfg.seq_len}")
+    except (ValueError, ModelLoadError) as exc:
+        sys.exit(f"error: {exc}")
+    res = train_heads(lm, train_ids, cfg)
+    metrics = agreement(lm, res.heads, held_ids, cfg.eval_tokens)
+    out = args.out or heads_dir(args.model)
+    meta = {"model": args.model, "data": data_desc, "config": asdict(cfg), "final_kl": res.losses[-1],
+            "train_seconds": res.seconds, "heldout": metrics}
+    save_heads(res.heads, out, meta)
+    mb = (out / "exit_heads.safetensors").stat().st_size / 1e6
+    print(json.dumps({"out": str(out), "megabytes": round(mb, 3), **metrics}))
+    if args.card is not None:
+        command = "python -m core.train_exit_heads " + " ".join(sys.argv[1:] if argv is None else argv)
+        write_card(args.card, card_section(command, data_desc, cfg, res, metrics, mb))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""SpecBound: ACT exit rule, d_max / w_max bounds, exact (greedy-equivalent, lossless) verification."""
+import numpy as np
+import pytest
+import torch
+
+import core.specbound
+from core.chain import ARMethod
+from core.engine import Session
+from core.exit_heads import ExitHeads
+from core.sampling import SamplingConfig
+from core.specbound import (SpecBoundMethod, act_temperature, build_specbound_method, exits_at,
+                            layer_confidence)
+from tests.equivalence import assert_equivalent, check_greedy_equivalence
+from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
+from tests.tiny_models import tiny_lm
+
+V = 64
+DRAFT_TOKEN = 7  # what scripted heads propose (not EOS, which is 1 in the tiny models)
+
+
+class ScriptedHeads(ExitHeads):
+    """Exit heads whose confidence follows a plan: drafted token k is confident only at layer plan[k]
+    (None: never). A call at layer 1 marks a new token, so use min_exit_layer = 1."""
+
+    def __init__(self, num_layers: int, plan: list[int | None]) -> None:
+        super().__init__(num_layers, 32, rank=0)
+        self.plan, self.token = plan, -1
+
+    def logits(self, lm, layer, h):
+        if layer == 1:
+            self.token += 1
+        confident = self.token < len(self.plan) and self.plan[self.token] == layer
+        z = torch.zeros(h.shape[0], V)  # (T, V) uniform: confidence 1/V
+        z[:, DRAFT_TOKEN] = 20.0 if confident else 0.0
+        return z
+
+
+def run_step(lm, plan, prompt=(5, 17, 33, 8), max_new_tokens=32, **knobs):
+    method = SpecBoundMethod(min_exit_layer=1, heads=ScriptedHeads(lm.num_layers, plan), **knobs)
+    s = Session(lm, method, list(prompt), max_new_tokens=max_new_tokens)
+    return s, s.step()
+
+
+@pytest.fixture(scope="module")
+def tiny6():
+    return tiny_lm("llama", seed=0, num_hidden_layers=6)
+
+
+def test_act_temperature_formula():
+    assert act_temperature(0, 12, 1.5) == pytest.approx(2.5)
+    assert act_temperature(6, 12, 0.5) == pytest.approx(1.25)
+    assert act_temperature(12, 12, 3.0) == 1.0  # the last layer is never deflated
+    assert act_temperature(3, 12, 0.0) == 1.0
+
+
+def test_over_confident_shallow_layer_exits_only_without_act():
+    z = torch.zeros(V)
+    z[3] = 7.0  # raw max softmax e^7 / (e^7 + 63) ≈ 0.946
+    raw = float(torch.softmax(z, -1).max())
+    assert 0.9 < raw < 0.95
+    shallow = layer_confidence(z, 2, 12, alpha=0.0)
+    assert shallow.raw == pytest.approx(raw) and shallow.annealed == pytest.approx(raw) and shallow.top_id == 3
+    assert exits_at(shallow, tau_exit=0.9)
+    annealed = layer_confidence(z, 2, 12, alpha=2.0)  # T_2 = 1 + 2(1 - 2/12) = 2.67
+    assert annealed.temperature == pytest.approx(1 + 2 * (1 - 2 / 12))
+    assert annealed.annealed < 0.2 and not exits_at(annealed, tau_exit=0.9)
+    assert exits_at(layer_confidence(z, 12, 12, alpha=2.0), tau_exit=0.9)  # the same logits at ℓ = L still exit
+
+
+def test_act_moves_the_exit_deeper_in_the_drafting_loop(tiny6):
+    class SameConfidence(ExitHeads):  # raw confidence 0.946 at every layer: α decides where it counts
+        def logits(self, lm, layer, h):
+            z = torch.zeros(h.shape[0], V)
+            z[:, DRAFT_TOKEN] = 7.0
+            return z
+    exits = {}
+    for alpha in (0.0, 1.0):
+        method = SpecBoundMethod(alpha=alpha, tau_exit=0.5, min_exit_layer=1, d_max=6, w_max=1,
+                                 heads=SameConfidence(6, 32, 0))
+        t = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=8).step()
+        exits[alpha] = t.exits[0]
+    assert exits[0.0].exit_layer == 1 and exits[0.0].layers == [1]
+    deep = exits[1.0]
+    assert deep.exit_layer > 1 and deep.layers == list(range(1, deep.exit_layer + 1))
+    assert all(a < 0.5 for a in deep.annealed_conf[:-1]) and deep.annealed_conf[-1] >= 0.5
+    assert deep.temperature == [pytest.approx(1 + (1 - ell / 6)) for ell in deep.layers]
+    assert all(r == pytest.approx(deep.raw_conf[0]) for r in deep.raw_conf)
+
+
+def test_d_max_stops_drafting_at_the_first_token_that_does_not_exit(tiny6):
+    s, t = run_step(tiny6, plan=[2, 3, None], d_max=4, w_max=10, alpha=0.0, tau_exit=0.9)
+    assert t.draft_stop == "d_max"
+    assert [e.exit_layer for e in t.exits] == [2, 3, None]
+    assert [e.node for e in t.exits] == [0, 1, 2] and len(t.nodes) == 2
+    assert t.exits[2].layers == [1, 2, 3, 4]  # evaluated every layer up to d_max, then gave up
+    assert t.details["layers_draft"] == 2 + 3 + 4
+    assert t.delta == pytest.approx(9 / 6)
+    assert t.details["verify_from_layer"] == 2  # x = prefix min of the drafting depths (2, 3, 4)
+
+
+def test_w_max_stops_after_exactly_w_max_drafted_tokens(tiny6):
+    s, t = run_step(tiny6, plan=[1] * 10, d_max=4, w_max=3, alpha=0.0, tau_exit=0.9)
+    assert t.draft_stop == "w_max" and len(t.nodes) == 3 and len(t.exits) == 3
+    assert [e.exit_layer for e in t.exits] == [1, 1, 1]
+    assert t.details["layers_draft"] == 3  # the last drafted token is never fed while drafting
+    assert t.details["verify_from_layer"] == 0
+
+
+def test_length_budget_and_no_depth_bound(tiny6):
+    s, t = run_step(tiny6, plan=[1] * 10, max_new_tokens=3, d_max=4, w_max=10, alpha=0.0, tau_exit=0.9)
+    assert t.draft_stop == "length" and len(t.nodes) == 2  # 2 drafted + the bonus fill the budget of 3
+    s, t = run_step(tiny6, plan=[None], d_max=99, w_max=1, alpha=0.0, tau_exit=0.9)
+    assert t.details["d_max"] == 6 and t.exits[0].exit_layer == 6  # d_max ≥ L: the last layer always exits
+
+
+def test_knob_validation():
+    for bad in (dict(alpha=-1), dict(tau_exit=1.5), dict(d_max=0), dict(w_max=-2), dict(min_exit_layer=5, d_max=3),
+                dict(d_max=2.5)):
+        with pytest.raises(ValueError):
+            build_specbound_method(**bad)
+    m = build_specbound_method(w_max=0, d_max=4.0, gamma=3)  # 0 = unbounded; other methods' knobs ignored
+    assert m.w_max is None and m.d_max == 4
+
+
+class OracleHeads(ScriptedHeads):
+    """Scripted exit depths, but proposing the AR continuation (every 5th proposal wrong), so most drafted
+    tokens are accepted and their deep layers must come out exact."""
+
+    def __init__(self, num_layers: int, plan: list[int | None], truth: list[int]) -> None:
+        super().__init__(num_layers, plan)
+        self.truth, self.session, self.seen_steps, self.k = truth, None, -1, 0
+
+    def logits(self, lm, layer, h):
+        z = super().logits(lm, layer, h)
+        if layer == 1:
+            steps = len(self.session.traces)
+            self.k = 0 if steps != self.seen_steps else self.k + 1
+            self.seen_steps = steps
+        pos = len(self.session.output_ids) + self.k
+        right = pos < len(self.truth) and self.token % 5 != 4
+        tok = self.truth[pos] if right else DRAFT_TOKEN
+        return z[:, (torch.arange(V) - tok + DRAFT_TOKEN) % V]  # move the planned peak onto tok
+
+
+def test_cache_is_exact_after_mixed_depth_steps(tiny6):
+    """After steps whose drafted tokens exited at different depths, every committed slot's K/V equals a
+    plain full forward's, and the output equals AR."""
+    ar = Session(tiny6, ARMethod(), [5, 17, 33, 8], max_new_tokens=24).generate()
+    heads = OracleHeads(6, [3, 1, 4, 2, 5, 2, None, 2, 2, 3] * 4, ar.output_ids)
+    method = SpecBoundMethod(min_exit_layer=1, d_max=5, w_max=4, alpha=0.0, tau_exit=0.9, heads=heads)
+    s = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=24)
+    heads.session = s
+    res = s.generate()
+    assert res.output_ids == ar.output_ids
+    assert sum(t.accepted for t in res.traces) >= 8  # deep layers of accepted drafts were really checked
+    n = s.tcache.length
+    ref = tiny6.new_cache()
+    tiny6.forward(s.ids[:n], range(n), ref)
+    torch.testing.assert_close(s.tcache.k[:, :, :n], ref.k[:, :, :n], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(s.tcache.v[:, :, :n], ref.v[:, :, :n], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["qwen3", "mistral"])
+def test_greedy_equivalence_other_families(family):
+    lm = tiny_lm(family, seed=1, num_hidden_layers=4)
+    prompts = [[5, 17, 33, 8, 9, 10, 11], [40, 41, 12]]  # Mistral's window is 6: prompts longer than it
+    methods = [("lens", SpecBoundMethod(alpha=0.5, tau_exit=0.2, d_max=3, w_max=5, min_exit_layer=1))]
+    assert_equivalent(check_greedy_equivalence(lm, None, prompts, methods, max_new_tokens=24))
+
+
+def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts):
+    prompts = heldout_prompts[:20]
+    assert len(prompts) >= 20
+    methods = [
+        ("defaults", build_specbound_method()),
+        ("α=0 τ=0.4 d=6 w=4", build_specbound_method(alpha=0.0, tau_exit=0.4, d_max=6, w_max=4, min_exit_layer=1)),
+        ("α=2 τ=0.8 d=L w=∞", build_specbound_method(alpha=2.0, tau_exit=0.8, d_max=99, w_max=0, min_exit_layer=2)),
+    ]
+    report = check_greedy_equivalence(target, None, prompts, methods, max_new_tokens=24)
+    assert report.compared == 60
+    assert_equivalent(report)
+
+
+class FixedHeads(ExitHeads):
+    """q = softmax(z) whatever the state, so the test controls how q differs from p."""
+
+    def __init__(self, z: torch.Tensor) -> None:
+        super().__init__(3, 32, rank=0)
+        self.z = z
+
+    def logits(self, lm, layer, h):
+        return self.z.expand(h.shape[0], -1)
+
+
+def first_token_counts(lm, cfg: SamplingConfig, runs: int) -> np.ndarray:
+    p = torch.from_numpy(exact_first_token(lm, SamplingConfig(1.0, 1.0)))
+    order = p.argsort(descending=True)
+    top = order[: int((p[order].cumsum(0) < 0.5).sum()) + 1]  # the likeliest tokens, half of p's mass
+    z = torch.full((V,), -30.0)
+    z[top] = p[top].log()  # q = p restricted to them: a verifier without the residual misses the rest
+    method = SpecBoundMethod(alpha=0.0, tau_exit=0.0, d_max=3, w_max=2, min_exit_layer=1, heads=FixedHeads(z))
+    counts = np.zeros(V)
+    for seed in range(runs):
+        s = Session(lm, method, [5, 17, 33, 8], SamplingConfig(cfg.temperature, cfg.top_p, seed), max_new_tokens=4)
+        counts[s.step().committed_ids[0]] += 1
+    return counts
+
+
+@pytest.mark.parametrize("cfg", [SamplingConfig(1.0, 1.0), SamplingConfig(0.7, 0.9)])
+def test_sampling_is_lossless(cfg):
+    lm = tiny_lm("llama", seed=0)
+    assert chi2_pvalue(first_token_counts(lm, cfg, 800), exact_first_token(lm, cfg)) > P_OK
+
+
+def test_the_same_check_rejects_a_sampler_without_the_residual(monkeypatch):
+    monkeypatch.setattr(core.specbound, "verify_chain_sampling", broken_verify)
+    lm, cfg = tiny_lm("llama", seed=0), SamplingConfig(1.0, 1.0)
+    assert chi2_pvalue(first_token_counts(lm, cfg, 800), exact_first_token(lm, cfg)) < P_BROKEN
+
+
+def test_trace_records_the_step(target, heldout_prompts):
+    s = Session(target, build_specbound_method(), heldout_prompts[0], max_new_tokens=16)
+    t = s.step()
+    L = target.num_layers
+    assert t.method == "specbound" and t.target_forwards == 1
+    assert t.tau == t.accepted + 1 == len(t.committed_ids)
+    assert [n.parent for n in t.nodes] == list(range(-1, len(t.nodes) - 1))
+    assert len(t.exits) in (len(t.nodes), len(t.nodes) + 1) and t.draft_stop in ("d_max", "w_max", "eos", "length")
+    for e in t.exits:
+        assert len(e.layers) == len(e.raw_conf) == len(e.annealed_conf) == len(e.temperature) == len(e.top_texts)
+    d = t.details
+    assert d["heads"] in ("trained", "logit-lens") and d["num_layers"] == L
+    assert d["layers_computed"] == d["layers_draft"] + d["layers_verify"]
+    assert d["layers_full_equivalent"] == t.tau * L and t.delta == pytest.approx(d["layers_draft"] / L)
