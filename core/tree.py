@@ -59,12 +59,12 @@ def path_to(parents: list[int], node: int) -> list[int]:
 
 def ancestor_matrix(parents: list[int], device: torch.device | None = None) -> torch.Tensor:
     """(n, n) bool: [i, j] is True when j is i or an ancestor of i."""
-    n = len(parents)
-    anc = torch.eye(n, dtype=torch.bool, device=device)
+    rows: list[list[bool]] = []
     for i, par in enumerate(parents):
-        if par != ROOT:
-            anc[i] |= anc[par]
-    return anc
+        row = list(rows[par]) if par != ROOT else [False] * len(parents)
+        row[i] = True
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.bool, device=device).reshape(len(parents), len(parents))
 
 
 def tree_attention_mask(parents: list[int], prefix_len: int, n_pending: int, device: torch.device) -> torch.Tensor:

@@ -36,11 +36,15 @@ class DraftExpander:
                 start = cache.length
                 mask = torch.zeros(len(frontier), start + len(frontier), dtype=torch.bool, device=draft.device)
                 mask[:, : self.base + len(self.pending)] = True  # the committed text
+                rows, cols = [], []
                 for row, node in enumerate(frontier):
                     for anc in path_to(tree.parents, node)[:-1]:
-                        mask[row, self.slots[anc]] = True
-                    mask[row, start + row] = True
+                        rows.append(row)
+                        cols.append(self.slots[anc])
+                    rows.append(row)
+                    cols.append(start + row)
                     self.slots[node] = start + row
+                mask[rows, cols] = True  # ancestors and self
                 positions = [self.root_pos + 1 + tree.depths[f] for f in frontier]
                 tokens = [tree.tokens[f] for f in frontier]
                 logits = draft.forward(tokens, positions, cache, mask=mask).logits  # (F, V)

@@ -136,3 +136,16 @@ def test_static_K1_is_a_chain():
     table = {(): {A: 0.6, B: 0.4}, (A,): {C: 0.9, D: 0.1}}
     res = StaticPolicy(N=3, K=1, depth=2).grow(table_expand(table, {E: 1.0}), max_depth=10)
     assert res.tree.parents == [ROOT, 0, 1] and res.tree.tokens == [A, C, E]
+
+
+def test_tree_mask_and_positions_from_parent_pointers():
+    from core.tree import ancestor_matrix, tree_attention_mask, tree_positions
+    parents = [ROOT, ROOT, 0, 2, 1]  # a, b, a→c, a→c→d, b→e
+    anc = ancestor_matrix(parents)
+    assert anc[3].tolist() == [True, False, True, True, False]
+    assert anc[4].tolist() == [False, True, False, False, True]
+    mask = tree_attention_mask(parents, prefix_len=3, n_pending=2, device=torch.device("cpu"))
+    assert mask.shape == (7, 10)
+    assert mask[0].tolist() == [True] * 4 + [False] * 6  # first pending token: prefix + itself
+    assert mask[2, :5].all() and mask[2, 5:].tolist() == [True, False, False, False, False]
+    assert tree_positions([0, 0, 1, 2, 1], first_node_pos=10) == [10, 10, 11, 12, 11]
