@@ -117,7 +117,7 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
     """Exit depth of each drafted token, coloured by the target's verdict; a token that hit d_max is red-edged."""
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=50, r=20, t=60, b=40))
+                      margin=dict(l=50, r=20, t=40, b=40))
     if trace is None or not trace.exits:
         return _empty(fig, "Exit depths appear after a SpecBound step")
     L = num_layers(trace)
@@ -136,8 +136,7 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
     if d_max is not None:
         fig.add_hline(y=d_max, line=dict(color="#d73027", dash="dash"), annotation_text=f"d_max = {d_max}")
     saved = 1 - sum(depths) / max(1, L * len(depths))
-    fig.update_layout(title=dict(text=f"Exit depth per drafted token · {why_stopped(trace)}<br>"
-                                      f"<sup>layers skipped while drafting: {saved:.0%} of full forwards</sup>",
-                                 x=0.01, font=dict(size=12)))
+    fig.update_layout(title=dict(text=f"Exit depth per drafted token · layers skipped while drafting: "
+                                      f"{saved:.0%} of full forwards", x=0.01, font=dict(size=12)))
     fig.update_yaxes(title="layers run", range=[0, L + 0.5])
     return fig

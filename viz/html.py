@@ -67,7 +67,7 @@ def budget_html(trace: StepTrace | None) -> str:
     frac = min(1.0, used / cap)
     name = {"N": "N", "gamma": "γ", "w_max": "w_max"}[label]
     return (f'<div class="ss-budget"><div class="ss-meter"><div style="width:{frac:.0%}"></div></div>'
-            f"budget: {used} of {name} = {cap} nodes used · δ = {trace.delta} draft forwards · "
+            f"budget: {used} of {name} = {cap} nodes used · δ = {trace.delta:.3g} draft forwards · "
             f"τ = {trace.tau} committed</div>")
 
 

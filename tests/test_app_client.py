@@ -1,0 +1,57 @@
+"""gradio_client against a launched app: the step endpoint returns a trace, export returns the run, and
+two clients stepping different prompts at the same time never see each other's state."""
+import threading
+
+import pytest
+from gradio_client import Client
+
+from tests.app_server import launched_app
+from ui.examples import example_prompts
+
+KNOBS = (16, 4, 0.05, 1, 0.0, 0, 10, "embedded", "embedded", True)  # N K μ k T seed max_new target draft pruned
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with launched_app() as (url, _):
+        yield url
+
+
+def talon_step(client: Client, prompt: str):
+    return client.predict(prompt, *KNOBS, api_name="/talon_step")
+
+
+def test_step_endpoint_returns_a_trace(app_url):
+    client = Client(app_url, verbose=False)
+    out = talon_step(client, example_prompts()[0])
+    trace = out[-1]
+    assert trace["method"] == "talon" and trace["index"] == 0
+    assert trace["tau"] >= 1 and trace["nodes"] and len(trace["choices"]) >= 1
+    assert talon_step(client, example_prompts()[0])[-1]["index"] == 1  # the client's session keeps its run
+
+
+def test_two_clients_keep_separate_state(app_url):
+    prompts = example_prompts()[1], example_prompts()[3]
+    results, errors = {}, []
+
+    def work(i: int) -> None:
+        try:
+            client = Client(app_url, verbose=False)
+            contexts = [talon_step(client, prompts[i])[-1]["context_len"] for _ in range(3)]
+            _, data = client.predict(api_name="/export_talon")
+            results[i] = (contexts, data)
+        except Exception as exc:  # reported below, with the thread's own error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert not errors, errors
+    for i in range(2):
+        contexts, data = results[i]
+        assert data["config"]["prompt"] == prompts[i]
+        assert len(data["steps"]) == 3
+        assert contexts == sorted(contexts) and len(set(contexts)) == 3  # one run, stepped only by this client
+        assert data["prompt_text"].strip().endswith(prompts[i].strip()[-10:])

@@ -1,0 +1,164 @@
+"""Handlers called directly (no server): step / play / reset / replay, the static side-by-side, bad input
+that must give a clear message and keep the session usable, export, the model box, Compare and Tune."""
+import json
+
+import gradio as gr
+import pytest
+
+from ui import handlers as h
+from ui.examples import default_prompt
+from ui.knobs import SAMPLING_KNOBS, TALON_KNOBS, validate
+from ui.models import resolve
+from ui.tab_handlers import run_compare, run_sweep
+
+PROMPT = default_prompt()
+TALON = dict(N=16, K=4, mu=0.05, k_init=1, temperature=0.0, seed=0, max_new_tokens=12)
+
+
+def step(run, prompt=PROMPT, **kw):
+    k = {**TALON, **kw}
+    return h.talon_step(run, prompt, k["N"], k["K"], k["mu"], k["k_init"], k["temperature"], k["seed"],
+                        k["max_new_tokens"])
+
+
+def n_nodes(fig):
+    return sum(len(t.x) for t in fig.data if t.meta in ("accepted", "rejected", "unreached"))
+
+
+def test_step_draws_tree_and_returns_trace():
+    out = step(None)
+    run = out[0]
+    assert len(run.traces) == 1
+    assert n_nodes(out[1]) == len(run.traces[0].nodes) > 0
+    assert out[-1]["index"] == 0 and out[-1]["method"] == "talon"
+    assert "of N = 16" in out[3]
+
+
+def test_static_side_by_side_leaves_the_session_text_alone():
+    run = step(None)[0]
+    ids = list(run.session.ids)
+    static, scatter, stats = h.talon_extras(run)
+    assert run.session.ids == ids and len(run.traces) == 1
+    assert run.shadows[0].method == "static" and run.shadows[0].context_len == run.traces[0].context_len
+    assert n_nodes(static) == len(run.shadows[0].nodes) <= 16
+    assert [t.name for t in scatter.data][:2] == ["talon", "static (same prefix)"]
+    assert "lossless check: output equals plain decoding ✓" in stats
+
+
+def test_replay_redraws_stored_steps_without_stepping():
+    run = None
+    for _ in range(3):
+        run = step(run)[0]
+    outs = h.talon_replay(run, 1)
+    assert len(run.traces) == 3
+    assert n_nodes(outs[0]) == len(run.traces[0].nodes)
+    assert outs[-1]["index"] == 0
+    assert h.talon_replay(run, 99)[-1]["index"] == 2  # out of range: the latest step
+
+
+def test_bad_inputs_give_clear_errors_and_keep_the_session():
+    run = step(None)[0]
+    with pytest.raises(gr.Error, match="prompt is empty"):
+        step(run, prompt="   ")
+    with pytest.raises(gr.Error, match=r"N \(node budget\) must be between 1 and 128"):
+        step(run, N=0)
+    with pytest.raises(gr.Error, match="μ"):
+        step(run, mu=5)
+    with pytest.raises(gr.Error, match="temperature"):
+        step(run, temperature=-1)
+    again = step(run)[0]
+    assert again is run and len(run.traces) == 2
+
+
+def test_changed_settings_start_a_new_run():
+    run = step(None)[0]
+    other = step(run, N=8)[0]
+    assert other is not run and len(other.traces) == 1
+
+
+def test_finished_run_warns_instead_of_failing():
+    run = None
+    for _ in range(12):
+        run = step(run, max_new_tokens=3)[0]
+        if run.done:
+            break
+    assert run.done
+    n = len(run.traces)
+    with pytest.warns(UserWarning, match="finished"):
+        out = step(run, max_new_tokens=3)
+    assert out[0] is run and len(run.traces) == n
+
+
+def test_play_ticks_until_done_then_stops_the_timer():
+    timer, button = h.toggle_play(h.PLAY, 0.5)
+    assert timer.active and button.value == h.PAUSE
+    on_tick = h.tick(h.talon_step, 11)
+    args = (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 3)
+    run, last = None, None
+    for _ in range(6):
+        last = on_tick(run, *args)
+        run = last[0] if last[0] is not None and not isinstance(last[0], dict) else run
+        if isinstance(last[-2], gr.Timer):
+            break
+    assert run.done and last[-2].active is False and last[-1].value == h.PLAY
+    bad = on_tick(None, "", *args[1:])  # an error stops playing instead of repeating
+    assert bad[-2].active is False
+
+
+def test_reset_forgets_the_run():
+    out = h.reset_tree(step(None)[0])
+    assert out[0] is None and out[-2].active is False and out[-1].value == h.PLAY
+
+
+def test_export_trace_file_and_data(tmp_path):
+    run = step(step(None)[0])[0]
+    path, data = h.export_trace(run)
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    assert saved == json.loads(json.dumps(data))
+    assert len(saved["steps"]) == 2 and saved["config"]["N"] == 16
+    assert saved["output_ids"] == run.session.output_ids
+    with pytest.raises(gr.Error, match="nothing to export"):
+        h.export_trace(None)
+
+
+def test_specbound_step_heatmap_and_replay():
+    run, heatmap, bars, why = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8)[:4]
+    assert run.traces[0].method == "specbound"
+    assert heatmap.data[0].type == "heatmap" and len(heatmap.data[0].z) == run.traces[0].details["num_layers"]
+    assert "Drafting stopped" in why
+    raw = h.specbound_replay(run, 1, False)[0]
+    assert "raw" in raw.layout.title.text
+
+
+def test_knob_validation_messages():
+    assert validate(TALON_KNOBS, {"N": "60", "K": 10, "mu": 0.03, "k_init": 1})["N"] == 60
+    with pytest.raises(ValueError, match="whole number"):
+        validate(TALON_KNOBS, {"N": 6.5, "K": 10, "mu": 0.03, "k_init": 1})
+    with pytest.raises(ValueError, match="must be a number"):
+        validate(SAMPLING_KNOBS, {"temperature": "hot", "seed": 0, "max_new_tokens": 4})
+
+
+@pytest.mark.parametrize("name", ["/etc", "assets/models", "../x/y", "./target", "a/b/c", "C:\\models"])
+def test_model_box_refuses_local_paths(name):
+    with pytest.raises(ValueError, match="Hub id"):
+        resolve(name, "target")
+
+
+def test_model_box_accepts_embedded_and_hub_ids():
+    assert resolve("embedded", "target").endswith("target")
+    assert resolve("Qwen/Qwen2.5-0.5B", "target") == "Qwen/Qwen2.5-0.5B"
+
+
+def test_compare_runs_every_method():
+    rows, fig = run_compare(PROMPT, 8, 0.0)
+    assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "specbound"]
+    assert all(r[5] in ("✓", "—") for r in rows)
+    assert fig.data
+
+
+def test_tune_sweep_heatmaps():
+    mat, speed = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8)
+    assert len(mat.data[0].z) == 1 and len(mat.data[0].z[0]) == 2
+    with pytest.raises(gr.Error, match="too many"):
+        run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8)
