@@ -5,6 +5,7 @@ Layout and wiring only: handlers live in ui/handlers.py and ui/tab_handlers.py, 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import gradio as gr
@@ -13,6 +14,7 @@ from ui import learn
 from ui.examples import default_prompt, example_prompts
 from ui.handlers import (PLAY, export_trace, reset_exit, reset_tree, set_speed, specbound_extras, specbound_replay,
                          specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
+from ui.models import get_models
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
 from ui.tune import SWEEPS
@@ -194,8 +196,17 @@ def build_demo() -> gr.Blocks:
     return demo
 
 
+def warm_up() -> None:
+    """Load the default models while the page is already being served, so the first Step is quick."""
+    try:
+        get_models("embedded", "embedded", needs_draft=True)
+    except ValueError as exc:
+        print(f"warning: the default models did not load: {exc}", flush=True)
+
+
 def main() -> None:
     demo = build_demo()
+    threading.Thread(target=warm_up, daemon=True).start()
     demo.launch(theme=THEME, css=CSS, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=False)
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
 from core.model import CausalLM
 
 EMBEDDED = "embedded"
+LOAD_LOCK = threading.Lock()  # from_pretrained is not thread-safe; loads happen once each, then are cached
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -31,9 +33,12 @@ def resolve(name: str, role: str) -> str:
 
 def get_models(target_name: str, draft_name: str, needs_draft: bool) -> tuple[CausalLM, CausalLM | None]:
     """Shared read-only weights (load_model caches them); raises ValueError with a one-line reason."""
+    target_src = resolve(target_name, "target")
+    draft_src = resolve(draft_name, "draft") if needs_draft else None
     try:
-        target = load_model(resolve(target_name, "target"), device())
-        draft = load_model(resolve(draft_name, "draft"), device()) if needs_draft else None
+        with LOAD_LOCK:
+            target = load_model(target_src, device())
+            draft = load_model(draft_src, device()) if draft_src else None
     except ModelLoadError as exc:
         raise ValueError(str(exc)) from None
     if draft is not None and len(draft.tokenizer) != len(target.tokenizer):
