@@ -17,7 +17,7 @@ from ui.handlers import (PLAY, export_trace, reset_exit, reset_tree, set_speed, 
 from ui.models import get_models
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
-from ui.tune import SWEEPS
+from ui.tune import SWEEPS, symbol
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
 SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
@@ -148,7 +148,7 @@ def compare_tab(models: list) -> None:
             temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy")
             go = gr.Button("Run all methods", variant="primary")
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True)
-    plot = gr.Plot(label="MAT and speed-up")
+    plot = gr.Plot(label="MAT and speed-up", elem_id="compare-plot")
     go.click(run_compare, [prompt, max_new, temperature, *models], [table, plot], api_name="compare",
              concurrency_id=ENGINE)
 
@@ -158,14 +158,14 @@ def tune_tab(models: list) -> None:
     first = list(SWEEPS)[0]
     with gr.Row():
         kind = gr.Radio(list(SWEEPS), value=first, label="sweep")
-        x_vals = gr.Textbox(value=SWEEPS[first][3], label=f"{SWEEPS[first][1]} values")
-        y_vals = gr.Textbox(value=SWEEPS[first][4], label=f"{SWEEPS[first][2]} values")
+        x_vals = gr.Textbox(value=SWEEPS[first][3], label=f"{symbol(SWEEPS[first][1])} values")
+        y_vals = gr.Textbox(value=SWEEPS[first][4], label=f"{symbol(SWEEPS[first][2])} values")
     with gr.Row():
         n_prompts = gr.Slider(1, 5, value=2, step=1, label="prompts")
         max_new = gr.Slider(8, 64, value=24, step=1, label="max new tokens")
         go = gr.Button("Run sweep", variant="primary")
     with gr.Row():
-        mat, speed = gr.Plot(label="MAT"), gr.Plot(label="speed-up over AR")
+        mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
     go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models], [mat, speed], api_name="sweep",
              concurrency_id=ENGINE)

@@ -8,7 +8,7 @@ from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS
 from ui.models import get_models
-from ui.tune import SWEEPS, sweep
+from ui.tune import SWEEPS, sweep, symbol
 from viz.outcome_figs import compare_bars, sweep_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
@@ -34,9 +34,8 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
 
 
 def sweep_defaults(kind: str) -> tuple:
-    _, _, _, xs, ys = SWEEPS[kind]
-    method, x_name, y_name = SWEEPS[kind][:3]
-    return gr.Textbox(value=xs, label=f"{x_name} values"), gr.Textbox(value=ys, label=f"{y_name} values")
+    _, x_name, y_name, xs, ys = SWEEPS[kind]
+    return gr.Textbox(value=xs, label=f"{symbol(x_name)} values"), gr.Textbox(value=ys, label=f"{symbol(y_name)} values")
 
 
 @friendly
@@ -50,5 +49,6 @@ def run_sweep(kind: str, x_text: str, y_text: str, n_prompts: int, max_new_token
                       target, draft)
     res = sweep(kind, x_text, y_text, prompts, cfg, DEFAULT_KNOBS, progress)
     label = f"{res.method.upper()} on {n} prompt(s), {cfg.max_new_tokens} tokens, greedy"
-    return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", res.x_name, res.y_name),
-            sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", res.x_name, res.y_name))
+    x, y = symbol(res.x_name), symbol(res.y_name)
+    return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", x, y),
+            sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", x, y))

@@ -33,6 +33,11 @@ def knob_spec(name: str) -> Knob:
     return next(k for k in TALON_KNOBS + SPECBOUND_KNOBS if k.name == name)
 
 
+def symbol(name: str) -> str:
+    """The knob's paper symbol (μ, N, α, τ_exit, d_max, w_max) for labels and axes."""
+    return knob_spec(name).label.split(" ")[0]
+
+
 def parse_values(text: str, name: str) -> list[float]:
     """'0.01, 0.03' -> validated values for knob `name`."""
     spec = knob_spec(name)

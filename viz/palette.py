@@ -5,7 +5,7 @@ STATUS_COLORS = {
     "accepted": "#1a9850",  # green: the target agreed
     "rejected": "#d73027",  # red: the target saw it and picked something else
     "unreached": "#9e9e9e",  # grey: its parent was never accepted, so the target never judged it
-    "pruned": "#bdbdbd",  # faint: scored by the policy but cut (gate, budget, Top-K, rerank)
+    "pruned": "#8c8c8c",  # faint: scored by the policy but cut (gate, budget, Top-K, rerank)
     "root": "#253494",  # the last committed token
     "bonus": "#f4a500",  # the target's own token that ends every step
 }

@@ -135,7 +135,7 @@ def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict) -
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="markers+text" if labels else "markers", text=texts, textposition="top center",
             textfont=dict(size=10), hovertext=hovers, hoverinfo="text", name=STATUS_LABELS.get(status, status),
-            showlegend=status != "root", opacity=0.45 if faint else 1.0,
+            showlegend=status != "root", opacity=0.6 if faint else 1.0,
             marker=dict(size=sizes, color=STATUS_COLORS[status], line=dict(width=1, color="white"),
                         symbol="circle-open" if faint else "circle"),
             meta=status,

@@ -1,0 +1,67 @@
+"""Screenshots of every view for docs/app.md, taken in headless Debian Chromium against a launched app.
+
+    python scripts/app_screenshots.py [--out docs/screenshots]
+
+Runs a few real steps of each method and a small Compare and Tune run, so it takes a minute on a CPU."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.app_server import launched_app  # noqa: E402
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+
+def wait_talon_step(page, n: int) -> None:
+    """Wait until the TALON tree's title says it shows step n."""
+    page.wait_for_function(f"/step {n}\\b/.test(document.querySelector('#talon-tree .gtitle')?.textContent || '')",
+                           timeout=60_000)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="docs/screenshots")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with launched_app() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(url, wait_until="domcontentloaded")
+        page.wait_for_selector("#talon-step", timeout=60_000)
+        for n in range(1, 5):
+            page.click("#talon-step")
+            wait_talon_step(page, n)
+        page.wait_for_selector("#static-tree .scatterlayer .point", timeout=60_000)
+        page.wait_for_timeout(2500)
+        page.screenshot(path=str(out / "talon.png"), full_page=True)
+        page.locator("#talon-tree").screenshot(path=str(out / "talon_tree.png"))
+        page.get_by_role("tab", name="SpecBound").click()
+        for _ in range(4):
+            page.click("#specbound-step")
+            page.wait_for_timeout(1200)
+        page.wait_for_selector("#specbound-heatmap .hm, #specbound-heatmap .heatmaplayer image", timeout=60_000)
+        page.wait_for_timeout(2000)
+        page.screenshot(path=str(out / "specbound.png"), full_page=True)
+        page.get_by_role("tab", name="Compare").click()
+        page.get_by_role("button", name="Run all methods").click()
+        page.wait_for_selector("#compare-plot .barlayer .point", timeout=300_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(out / "compare.png"), full_page=True)
+        page.get_by_role("tab", name="Tune").click()
+        page.get_by_role("button", name="Run sweep").click()
+        page.wait_for_selector("#tune-mat .hm, #tune-mat .heatmaplayer image", timeout=600_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(out / "tune.png"), full_page=True)
+        browser.close()
+    print(f"screenshots in {out}")
+
+
+if __name__ == "__main__":
+    main()
