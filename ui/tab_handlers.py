@@ -19,7 +19,8 @@ COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless
 def load_models(target: str, draft: str) -> str:
     """Validate and load the chosen pair now, so the first Step does not pay for it."""
     t, d = get_models(target, draft, needs_draft=True)
-    return f"Loaded target '{t.name}' ({t.num_layers} layers) and draft '{d.name}'."
+    return (f"Loaded target '{target or 'embedded'}' ({t.num_layers} layers, {len(t.tokenizer)} tokens) and "
+            f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
 
 
 @friendly
