@@ -12,7 +12,7 @@ import gradio as gr
 
 from ui import learn
 from ui.examples import default_prompt, example_prompts
-from ui.handlers import (PLAY, export_trace, reset_exit, reset_tree, set_speed, specbound_extras, specbound_replay,
+from ui.handlers import (PLAY, apply_preset, export_trace, reset_exit, reset_tree, set_speed, specbound_extras, specbound_replay,
                          specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
 from ui.models import get_models
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
@@ -95,7 +95,7 @@ def talon_tab(models: list) -> None:
     outputs = [state, tree, static, budget, levels, *outs, replay, trace]
     extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]],
                   api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
-    step.click(talon_step, inputs, outputs, api_name="talon_step", concurrency_id=ENGINE).then(**extras)
+    step.click(talon_step, inputs, outputs, api_name="talon_step", concurrency_id=ENGINE).success(**extras)
     timer.tick(tick(talon_step, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
                concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**extras)
     play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
@@ -103,7 +103,7 @@ def talon_tab(models: list) -> None:
     reset.click(reset_tree, [state, show_pruned], outputs + [timer, play], api_name="talon_reset")
     replay.release(talon_replay, [state, replay, show_pruned], outputs[1:], api_name="talon_replay")
     show_pruned.change(talon_replay, [state, replay, show_pruned], outputs[1:], api_visibility="private")
-    preset.change(lambda name: [PRESETS[name][k.name] for k in TALON_KNOBS], [preset], knobs, api_visibility="private")
+    preset.change(apply_preset, [preset], knobs, api_visibility="private")
 
 
 def specbound_tab(models: list) -> None:
@@ -129,7 +129,7 @@ def specbound_tab(models: list) -> None:
     outputs = [state, heatmap, bars, why, *outs, replay, trace]
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]], api_visibility="private",
                   concurrency_id=ENGINE, show_progress="hidden")
-    step.click(specbound_step, inputs, outputs, api_name="specbound_step", concurrency_id=ENGINE).then(**extras)
+    step.click(specbound_step, inputs, outputs, api_name="specbound_step", concurrency_id=ENGINE).success(**extras)
     timer.tick(tick(specbound_step, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
                concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**extras)
     play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")

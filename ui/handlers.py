@@ -11,7 +11,7 @@ import gradio as gr
 
 from core.engine import SessionError
 from ui.gpu import gpu
-from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
+from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
 from ui.run import Run, RunConfig
 from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
 
@@ -155,6 +155,11 @@ def toggle_play(label: str, speed: float) -> tuple:
     """Play starts the timer (one step per tick); Pause stops it."""
     playing = label == PLAY
     return gr.Timer(value=float(speed), active=playing), gr.Button(value=PAUSE if playing else PLAY)
+
+
+def apply_preset(name: str) -> list:
+    """The TALON knob values of a preset, in TALON_KNOBS order."""
+    return [PRESETS[name][k.name] for k in TALON_KNOBS]
 
 
 def set_speed(speed: float) -> dict:
