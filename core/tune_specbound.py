@@ -1,0 +1,96 @@
+"""Measure SpecBound knob settings against AR on held-out prompts (how the defaults were chosen).
+
+    python -m core.tune_specbound [--model PATH] [--prompts FILE] [--n 12] [--max-new-tokens 64]
+        [--grid alpha=0,1,2 tau_exit=0.5,0.7 d_max=6,8 w_max=6,10 min_exit_layer=2,3]
+
+Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),
+modelled R = MAT / (1 + δ), the share of layer passes saved against AR, drafted-token acceptance,
+head evaluations per token, and the wall-clock speed-up over AR measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from dataclasses import dataclass
+
+import torch
+
+from core.chain import ARMethod
+from core.engine import Session
+from core.loading import DEFAULT_TARGET, load_model
+from core.prompts import ASSET_PROMPTS, read_prompts
+from core.specbound import DEFAULTS, build_specbound_method
+
+
+@dataclass
+class Row:
+    knobs: dict
+    mat: float
+    delta: float
+    saved: float
+    acceptance: float
+    heads_per_token: float
+    ms_per_token: float
+
+    @property
+    def r_model(self) -> float:
+        return self.mat / (1 + self.delta)
+
+
+def run(lm, method, prompts: list[str], max_new_tokens: int) -> tuple[list, float]:
+    results, t0 = [], time.perf_counter()
+    for p in prompts:
+        results.append(Session(lm, method, p, max_new_tokens=max_new_tokens).generate())
+    return results, time.perf_counter() - t0
+
+
+def measure(lm, knobs: dict, prompts: list[str], max_new_tokens: int) -> Row:
+    results, wall = run(lm, build_specbound_method(**knobs), prompts, max_new_tokens)
+    traces = [t for r in results for t in r.traces]
+    tokens = sum(len(r.output_ids) for r in results)
+    drafted = sum(len(t.nodes) for t in traces)
+    computed = sum(t.details["layers_computed"] for t in traces)
+    full = sum(t.details["layers_full_equivalent"] for t in traces)
+    return Row(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
+               sum(t.accepted for t in traces) / max(1, drafted),
+               sum(t.details["head_evals"] for t in traces) / tokens, 1000 * wall / tokens)
+
+
+def parse_grid(items: list[str]) -> list[dict]:
+    axes = {}
+    for item in items:
+        name, _, values = item.partition("=")
+        if name not in DEFAULTS:
+            raise SystemExit(f"error: unknown knob '{name}' (choose from {', '.join(DEFAULTS)})")
+        axes[name] = [float(v) if name in ("alpha", "tau_exit") else int(v) for v in values.split(",")]
+    names = list(axes)
+    return [dict(zip(names, combo)) for combo in itertools.product(*axes.values())] or [{}]
+
+
+@torch.inference_mode()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=DEFAULT_TARGET)
+    ap.add_argument("--prompts", default=str(ASSET_PROMPTS))
+    ap.add_argument("--n", type=int, default=12, help="prompts used")
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--grid", nargs="*", default=[], help="knob=v1,v2 ... (others: the defaults)")
+    args = ap.parse_args(argv)
+    lm = load_model(args.model, "cpu")
+    prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
+    ar_results, ar_wall = run(lm, ARMethod(), prompts, args.max_new_tokens)
+    ar_ms = 1000 * ar_wall / sum(len(r.output_ids) for r in ar_results)
+    from core.exit_heads import heads_for
+    print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
+          f"{args.max_new_tokens} new tokens; AR {ar_ms:.1f} ms/token")
+    print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
+    for knobs in parse_grid(args.grid):
+        row = measure(lm, knobs, prompts, args.max_new_tokens)
+        shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **knobs}.items())
+        print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
+              f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {ar_ms / row.ms_per_token:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
