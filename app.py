@@ -101,7 +101,8 @@ def talon_tab(models: list) -> None:
     play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
     speed.change(set_speed, [speed], [timer], api_visibility="private")
     reset.click(reset_tree, [state, show_pruned], outputs + [timer, play], api_name="talon_reset")
-    replay.release(talon_replay, [state, replay, show_pruned], outputs[1:], api_name="talon_replay")
+    replay.input(talon_replay, [state, replay, show_pruned], outputs[1:], api_name="talon_replay",
+                 trigger_mode="always_last")
     show_pruned.change(talon_replay, [state, replay, show_pruned], outputs[1:], api_visibility="private")
     preset.change(apply_preset, [preset], knobs, api_visibility="private")
 
@@ -135,7 +136,8 @@ def specbound_tab(models: list) -> None:
     play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
     speed.change(set_speed, [speed], [timer], api_visibility="private")
     reset.click(reset_exit, [state, annealed], outputs + [timer, play], api_name="specbound_reset")
-    replay.release(specbound_replay, [state, replay, annealed], outputs[1:], api_name="specbound_replay")
+    replay.input(specbound_replay, [state, replay, annealed], outputs[1:], api_name="specbound_replay",
+                 trigger_mode="always_last")
     annealed.change(specbound_replay, [state, replay, annealed], outputs[1:], api_visibility="private")
 
 

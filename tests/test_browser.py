@@ -69,6 +69,14 @@ def test_play_a_few_steps_then_pause(page):
     page.screenshot(path=str(page.shots / "talon_played.png"), full_page=True)
 
 
+def test_replay_redraws_an_earlier_step(page):
+    box = page.locator("#talon-replay input[type=number]")
+    box.fill("1")
+    box.press("Enter")
+    page.wait_for_function("/step 1\\b/.test(document.querySelector('#talon-tree .gtitle').textContent)",
+                           timeout=30_000)
+
+
 def test_bad_input_shows_a_message_not_a_traceback(page):
     prompt = page.locator("#talon-prompt textarea")
     kept = prompt.input_value()
@@ -77,7 +85,7 @@ def test_bad_input_shows_a_message_not_a_traceback(page):
     page.get_by_text("the prompt is empty").first.wait_for(timeout=30_000)
     assert "Traceback" not in page.content()
     time.sleep(1.5)  # let a tick that was in flight when we paused land
-    before = shown_step(page)
+    before = int(page.locator("#talon-replay input[type=number]").get_attribute("max"))  # steps so far
     prompt.fill(kept)
     page.click("#talon-step")  # the same run continues: the error did not lose the session
     page.wait_for_function(f"/step {before + 1}\\b/.test(document.querySelector('#talon-tree .gtitle').textContent)",
