@@ -9,9 +9,9 @@ is used up. A token that reaches layer L always exits there (there is nothing de
 d_max = L disables the depth bound.
 
 Exactness. A token's layer-ℓ output is exact only if its own input to ℓ is exact and every
-earlier token's layer-ℓ K/V are exact. While drafting, a token at layer ℓ attends only to
-earlier block tokens that computed layer ℓ (the rest are masked out: a cheap, inexact draft).
-So token j's first e_j layers are exact only up to x_j = min(e_0, ..., e_j) (a prefix
+earlier token's layer-ℓ K/V are exact. While drafting, a token at layer ℓ sees earlier block
+tokens that exited below ℓ through K/V computed from their exit states (CALM's state
+propagation: cheap and inexact, for drafting only). So token j's first e_j layers are exact only up to x_j = min(e_0, ..., e_j) (a prefix
 minimum of the drafting depths e). Every token keeps its hidden states h^0..h^(e_j).
 Verification is one staggered parallel pass: at layer i it runs the suffix of block tokens
 with x_j ≤ i (x is non-increasing, so it is a suffix that grows as i rises), each token joining
@@ -33,7 +33,8 @@ import torch
 
 from core.engine import Session, Timer
 from core.exit_heads import ExitHeads, heads_for
-from core.model import CausalLM, causal_mask
+from core.kv_cache import KVCache
+from core.model import CausalLM, causal_mask, rotate_half
 from core.sampling import choose, probs
 from core.trace import ROOT, DraftNode, ExitTrace, StepTrace, TargetChoice
 from core.verify import verify_chain_greedy, verify_chain_sampling
@@ -75,6 +76,7 @@ class Block:
     tokens: list[int]
     n_pending: int
     depth: list[int] = field(default_factory=list)  # e_j: layers computed while drafting
+    kv_depth: list[int] = field(default_factory=list)  # layers whose K/V the slot holds (computed or propagated)
     hidden: list[list[torch.Tensor]] = field(default_factory=list)  # hidden[j][ℓ]: (d,) after ℓ layers
     drafted: list[int] = field(default_factory=list)
     q: list[torch.Tensor] = field(default_factory=list)  # (V,) the distribution drafted[i] came from
@@ -82,10 +84,12 @@ class Block:
     stop: str = ""
     layers: int = 0  # layer passes spent drafting
     head_evals: int = 0
+    propagated: int = 0  # (token, layer) K/V pairs propagated from exit states
 
     def add(self, tokens: list[int]) -> None:
         self.tokens += tokens
         self.depth += [0] * len(tokens)
+        self.kv_depth += [0] * len(tokens)
         self.hidden += [[] for _ in tokens]
 
     @property
@@ -94,10 +98,26 @@ class Block:
         return [min(self.depth[: j + 1]) for j in range(len(self.tokens))]
 
 
+def propagate_kv(lm: CausalLM, cache: KVCache, i: int, h: torch.Tensor, slots: torch.Tensor) -> None:
+    """Layer i's K/V for tokens that exited below it, from their exit states h (n, d) (CALM's state
+    propagation): a cheap stand-in so deeper drafts still see them. Slots equal positions here."""
+    layer = lm.layers[i]
+    attn = layer.self_attn
+    x = layer.input_layernorm(h)  # (n, d)
+    k = attn.k_proj(x).view(len(slots), lm.n_kv_heads, lm.head_dim)  # (n, H_kv, D)
+    v = attn.v_proj(x).view(len(slots), lm.n_kv_heads, lm.head_dim)
+    if hasattr(attn, "k_norm"):
+        k = attn.k_norm(k)
+    k, v = k.transpose(0, 1), v.transpose(0, 1)  # (H_kv, n, D)
+    cos, sin = lm.rope(slots, h)  # (n, D)
+    cache.k[i, :, slots] = k * cos + rotate_half(k) * sin
+    cache.v[i, :, slots] = v
+
+
 def draft_mask(block: Block, g0: int, g1: int, layer: int, device: torch.device) -> torch.Tensor:
     """(T_g, base + g1) for running layer `layer` (1-based) on block tokens [g0, g1): the cached prefix,
-    earlier block tokens that computed this layer, and the group itself causally."""
-    done = torch.tensor([block.depth[j] >= layer for j in range(g0)], dtype=torch.bool, device=device)  # (g0,)
+    earlier block tokens whose slot holds K/V of this layer, and the group itself causally."""
+    done = torch.tensor([block.kv_depth[j] >= layer for j in range(g0)], dtype=torch.bool, device=device)  # (g0,)
     mask = causal_mask(block.base + g0, g1 - g0, device)  # (T_g, base + g1)
     mask[:, block.base: block.base + g0] = done
     return mask
@@ -111,6 +131,7 @@ class SpecBoundMethod:
     w_max: int | None = DEFAULTS["w_max"]  # None = unbounded
     min_exit_layer: int = DEFAULTS["min_exit_layer"]
     heads: ExitHeads | None = None  # None: the target's trained heads, else the logit lens
+    propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
     name: str = "specbound"
     needs_draft: bool = False
 
@@ -166,7 +187,7 @@ class SpecBoundMethod:
             "min_exit_layer": min_exit, "heads": heads.kind, "num_layers": L,
             "layers_draft": block.layers, "layers_verify": verify_layers, "layers_computed": computed,
             "layers_full_equivalent": trace.tau * L, "compute_saved": 1 - computed / max(1, trace.tau * L),
-            "head_evals": block.head_evals, "verify_from_layer": start_layer, "residual": verdict.residual,
+            "head_evals": block.head_evals, "kv_propagated": block.propagated, "verify_from_layer": start_layer, "residual": verdict.residual,
         }
         return trace
 
@@ -185,11 +206,18 @@ class SpecBoundMethod:
             confs: list[LayerConfidence] = []
             exit_logits = None
             for layer in range(1, d_max + 1):
+                stale = [j for j in range(g0) if block.kv_depth[j] < layer] if self.propagate else []
+                if stale:
+                    states = torch.stack([block.hidden[j][block.depth[j]] for j in stale])  # (n, d)
+                    propagate_kv(lm, s.tcache, layer - 1, states, block.base + torch.tensor(stale, device=lm.device))
+                    block.propagated += len(stale)
+                    for j in stale:
+                        block.kv_depth[j] = layer
                 mask = draft_mask(block, g0, g1, layer, lm.device)
                 h = lm.forward_layers(h, positions, s.tcache, block.base + g0, mask, layer - 1, layer)  # (T_g, d)
                 block.layers += 1
                 for j in range(g0, g1):
-                    block.depth[j] = layer
+                    block.depth[j] = block.kv_depth[j] = layer
                     block.hidden[j].append(h[j - g0])
                 if layer < min_exit:
                     continue
@@ -219,7 +247,7 @@ class SpecBoundMethod:
                 return
             g0, g1 = g1, g1 + 1
 
-    def _verify(self, lm: CausalLM, cache, block: Block) -> tuple[torch.Tensor, int, int]:
+    def _verify(self, lm: CausalLM, cache: KVCache, block: Block) -> tuple[torch.Tensor, int, int]:
         """Final hidden states of block tokens n_pending − 1 .. end: (w + 1, d); layer passes run; first layer run."""
         L, n, base = lm.num_layers, len(block.tokens), block.base
         x = block.exact_depth

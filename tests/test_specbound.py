@@ -173,10 +173,10 @@ def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts):
     assert len(prompts) >= 20
     methods = [
         ("defaults", build_specbound_method()),
-        ("α=0 τ=0.4 d=6 w=4", build_specbound_method(alpha=0.0, tau_exit=0.4, d_max=6, w_max=4, min_exit_layer=1)),
-        ("α=2 τ=0.8 d=L w=∞", build_specbound_method(alpha=2.0, tau_exit=0.8, d_max=99, w_max=0, min_exit_layer=2)),
+        ("α=0 τ=0.2 d=6 w=4", build_specbound_method(alpha=0.0, tau_exit=0.2, d_max=6, w_max=4, min_exit_layer=1)),
+        ("α=1 τ=0.3 d=L w=∞", build_specbound_method(alpha=1.0, tau_exit=0.3, d_max=99, w_max=0, min_exit_layer=2)),
     ]
-    report = check_greedy_equivalence(target, None, prompts, methods, max_new_tokens=24)
+    report = check_greedy_equivalence(target, None, prompts, methods, max_new_tokens=16)
     assert report.compared == 60
     assert_equivalent(report)
 
