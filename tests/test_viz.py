@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
+from viz.exits_fig import confidence_heatmap, exit_bars, first_crossings, why_stopped
 from viz.html import budget_html, levels_html, stats_html, text_html, token_origins
 from viz.outcome_figs import compare_bars, oracle_scatter, sweep_heatmap, tau_delta_timeline
 from viz.palette import STATUS_COLORS
@@ -114,6 +114,16 @@ def test_confidence_heatmap_rows_exits_and_bounds():
     annealed = confidence_heatmap(t, annealed=True).data[0].z
     assert annealed[1][0] == pytest.approx(0.99 * 0.9)
     assert "τ_exit=0.85" in fig.data[0].colorbar.ticktext[1]
+
+
+def test_raw_view_shows_where_tokens_would_exit_without_act():
+    t = specbound_example()  # τ_exit = 0.85; annealed = 0.9 × raw
+    assert first_crossings(t, annealed=False) == [2, 3, None]
+    assert first_crossings(t, annealed=True) == [2, 3, None]
+    t.exits[0].raw_conf = [0.9, 0.99]  # an over-confident first layer that annealing deflates to 0.81
+    assert first_crossings(t, annealed=False)[0] == 1 and first_crossings(t, annealed=True)[0] == 2
+    outlines = [s for s in confidence_heatmap(t, annealed=False).layout.shapes if s.name == "first ≥ τ_exit"]
+    assert [(s.x0, s.y0) for s in outlines] == [(-0.5, 0.5), (0.5, 2.5)]
 
 
 def by_meta_name(fig, name):

@@ -93,11 +93,26 @@ def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: i
     fig.add_trace(go.Scatter(x=exit_x, y=exit_y, mode="markers", name="exit layer",
                              marker=dict(symbol="star", size=14, color="white", line=dict(color="black", width=1))))
     _bounds(fig, trace, cols)
+    for col, layer in enumerate(first_crossings(trace, annealed)):
+        if layer is not None:  # outline the first cell at or above τ_exit: where this view would exit
+            fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                          line=dict(color="black", width=2), name="first ≥ τ_exit")
     mode = "annealed max softmax(z/T_ℓ)" if annealed else "raw max softmax(z)"
-    fig.update_layout(title=dict(text=f"Layer × token confidence ({mode})", x=0.01),
+    fig.update_layout(title=dict(text=f"Layer × token confidence ({mode}) · outlined: first layer ≥ τ_exit", x=0.01),
                       legend=dict(orientation="h", y=-0.12))
     fig.update_yaxes(title="layer ℓ", range=[0.5, L + 0.5], dtick=1)
     return fig
+
+
+def first_crossings(trace: StepTrace, annealed: bool) -> list[int | None]:
+    """Per drafted token, the first evaluated layer whose shown confidence reaches τ_exit (None: none did).
+    Annealed, this is the exit rule; raw, it shows where a token would have exited without ACT."""
+    tau_exit = float(knob(trace, "tau_exit", 0.9))
+    out = []
+    for e in trace.exits:
+        confs = e.annealed_conf if annealed else e.raw_conf
+        out.append(next((layer for layer, c in zip(e.layers, confs) if c >= tau_exit), None))
+    return out
 
 
 def _bounds(fig: go.Figure, trace: StepTrace, cols: int) -> None:
