@@ -33,7 +33,7 @@ class TreeView:
 @dataclass
 class ExitView:
     heatmap: go.Figure
-    bars: str | go.Figure
+    bars: go.Figure
     why: str
     outcomes: Outcomes
 
