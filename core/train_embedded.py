@@ -26,6 +26,7 @@ from core.corpus import source_files, split
 from core.train_utils import autocast, pick_device, heldout_metrics
 
 EOT = "<|endoftext|>"
+HISTORY: dict[str, list[dict]] = {}  # filled by run_training, written to metrics.json
 
 
 def train_tokenizer(texts: list[str], vocab_size: int, out: Path) -> PreTrainedTokenizerFast:
@@ -100,13 +101,18 @@ def run_training(
     opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=0.1)
     ckpt = Path(args.work) / f"{name}.ckpt"
     log = Path(args.work) / f"{name}.log.jsonl"
-    start = 0
+    start, history = 0, []
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
-        start = state["step"]
+        start, history = state["step"], state.get("history", [])
         print(f"[{name}] resuming at step {start}")
+    if start < steps or not history:
+        # (start step, schedule length) of every (re)start: a run resumed with another --*-steps
+        # follows a different cosine from there on, and the model card says so
+        history.append({"start": start, "total_steps": steps})
+    HISTORY[name] = history
     torch.manual_seed(args.seed)
     model.train()
     bar = tqdm(range(start, steps), desc=name, initial=start, total=steps)
@@ -133,7 +139,7 @@ def run_training(
         with log.open("a") as fh:
             fh.write(json.dumps({"step": step, "loss": loss.item(), "ce": ce.item(), "s": time.time() - t0}) + "\n")
         if (step + 1) % 50 == 0 or step + 1 == steps:
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1}, ckpt)
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1, "history": history}, ckpt)
     model.eval()
     return model
 
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     metrics = heldout_metrics(out / "target", out / "draft", heldout_files, tokenizer)
     metrics.update(
         timings=timings, args=vars(args), train_tokens=int(len(data)), train_files=len(train_files),
-        heldout_files=[f.relpath for f in heldout_files],
+        heldout_files=[f.relpath for f in heldout_files], schedule_history=HISTORY,
     )
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     print(json.dumps({k: v for k, v in metrics.items() if k != "heldout_files"}, indent=2))
