@@ -25,8 +25,8 @@ from tqdm import tqdm
 from core.exit_heads import ExitHeads, heads_dir, save_heads
 from core.model import CausalLM
 
-CARD_START = "<!-- exit-heads:start (written by core/train_exit_heads.py) -->"
-CARD_END = "<!-- exit-heads:end -->"
+CARD_START = "## Exit heads (SpecBound)"  # core/model_card.py keeps the card from "## Exit heads" on
+CARD_END = "<!-- end of the exit-heads section, written by core/train_exit_heads.py -->"
 
 
 @dataclass
@@ -138,7 +138,6 @@ def card_section(command: str, data: str, cfg: TrainConfig, res: TrainResult, me
     rows = "\n".join(f"| {ell} | {lens:.3f} | {head:.3f} |" for ell, (lens, head)
                      in enumerate(zip(metrics["logit_lens"], metrics["head"]), start=1))
     return f"""{CARD_START}
-## Exit heads (SpecBound)
 
 Trained with `{command}`
 on {data}: base frozen, one residual adapter per layer ℓ = 1..L−1 (RMSNorm + rank-{cfg.rank} down/up,
