@@ -3,7 +3,7 @@
     python -m core.bench --prompts assets/prompts/heldout.jsonl --methods ar,chain,static,talon \
         --limit 12 --sweep-N 8,16,32,60,96 --sweep-mu 0.01,0.03,0.1,0.2,0.3 --peers
 
-A method spec may carry knobs: `talon:mu=0.1,N=32`, `specbound:alpha=0`. Runs are interleaved
+A method spec may carry knobs after colons: `talon:mu=0.1:N=32`, `specbound:alpha=0`. Runs are interleaved
 prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall time over the
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
 the measured cost ratio c of one draft forward to one target forward (SpecBound counts δ in
@@ -59,10 +59,10 @@ class Row:
 
 
 def parse_spec(spec: str, base: dict) -> tuple[str, str, dict]:
-    """'talon:mu=0.1,N=32' -> (label, method name, knobs over the CLI's defaults)."""
-    name, _, rest = spec.partition(":")
+    """'talon:mu=0.1:N=32' -> (label, method name, knobs over the CLI's defaults)."""
+    name, *items = spec.split(":")
     knobs = dict(base)
-    for item in filter(None, rest.split(",")):
+    for item in filter(None, items):
         key, _, value = item.partition("=")
         key = key.replace("-", "_")
         knobs[key] = int(value) if value.lstrip("-").isdigit() else float(value)

@@ -27,6 +27,17 @@ def last_losses(log: Path, window: int = 50) -> float | None:
     return sum(tail) / len(tail)
 
 
+def history_note(m: dict) -> str:
+    """Say honestly when a stage was resumed with a different schedule length (the cosine changed there)."""
+    notes = []
+    for stage, runs in m.get("schedule_history", {}).items():
+        if len(runs) > 1:
+            parts = ", ".join(f"from step {r['start']} with --{stage}-steps {r['total_steps']}" for r in runs)
+            notes.append(f"The shipped {stage} was trained in {len(runs)} legs: {parts}; rerun those legs in order "
+                         "(stop each at the next leg's start step) to reproduce it exactly.")
+    return " ".join(notes)
+
+
 def render(m: dict, work: Path) -> str:
     a = m["args"]
     t = m["timings"]
@@ -62,6 +73,7 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
 - Machine: 2 CPU cores (AVX-512-BF16), bf16 autocast for the matmuls, fp32 master weights, AdamW
   (β = 0.9, 0.95, weight decay 0.1), cosine schedule to 10% with warm-up, gradient clipping at 1.
 - Reproduce: `{cmd}` (checkpoints in `--work` make it resumable; the data order depends only on seed and step).
+  {history_note(m)}
   The prompts in `assets/prompts/heldout.jsonl` come from `python -m core.make_prompts`.
 """
 

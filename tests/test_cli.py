@@ -1,0 +1,96 @@
+"""The generate / bench CLI contract: output fields, and one-line errors (exit 2, no traceback) on bad input."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core import bench, generate
+
+FIELDS = {"id", "method", "output_ids", "text", "steps", "mat", "mean_delta", "target_forwards", "draft_forwards",
+          "wall_s"}
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps({"id": "f", "prompt": "def add(a, b):"}) + "\n" + json.dumps({"prompt": "import os"}) + "\n")
+    return path
+
+
+def run_main(main, args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capsys.readouterr().err
+    return exc.value.code, err
+
+
+@pytest.mark.parametrize("method", ["ar", "chain", "static", "talon"])
+def test_generate_prints_one_json_line_per_prompt(method, prompts, capsys):
+    generate.main(["--method", method, "--prompts", str(prompts), "--max-new-tokens", "6", "--N", "8"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    rows = [json.loads(line) for line in lines]
+    assert FIELDS <= set(rows[0]) and rows[0]["id"] == "f" and rows[1]["id"] == 2
+    assert all(r["method"] == method and 1 <= len(r["output_ids"]) <= 6 for r in rows)
+    assert all(r["mat"] == pytest.approx(len(r["output_ids"]) / r["steps"]) for r in rows)
+    assert all(r["target_forwards"] == r["steps"] for r in rows)
+
+
+def bad_file(tmp_path, name, text):
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("case, expect", [
+    ("missing", "not found"),
+    ("bad-json", "not valid JSON"),
+    ("empty-prompt", "empty"),
+    ("too-long", "context"),
+    ("gamma", "gamma"),
+    ("temperature", "temperature"),
+    ("top-p-high", "top-p"),
+    ("top-p-zero", "top-p"),
+    ("mu", "μ"),
+    ("N", "N"),
+])
+def test_bad_input_exits_2_with_one_line(case, expect, tmp_path, prompts, capsys):
+    args = {"missing": ["--prompts", str(tmp_path / "nope.jsonl")],
+            "bad-json": ["--prompts", bad_file(tmp_path, "json", '{"prompt": "x"}\n{oops\n')],
+            "empty-prompt": ["--prompts", bad_file(tmp_path, "empty", '{"prompt": "   "}\n')],
+            "too-long": ["--prompts", bad_file(tmp_path, "long", json.dumps({"prompt": "x = 1\n" * 1200}) + "\n")],
+            "gamma": ["--prompts", str(prompts), "--gamma", "0"],
+            "temperature": ["--prompts", str(prompts), "--temperature", "-1"],
+            "top-p-high": ["--prompts", str(prompts), "--top-p", "1.5"],
+            "top-p-zero": ["--prompts", str(prompts), "--top-p", "0"],
+            "mu": ["--prompts", str(prompts), "--method", "talon", "--mu", "0"],
+            "N": ["--prompts", str(prompts), "--method", "talon", "--N", "0"]}[case]
+    if "--method" not in args:
+        args = ["--method", "chain", *args]
+    code, err = run_main(generate.main, args, capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and expect in err and "Traceback" not in err
+
+
+def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "core.generate", "--method", "chain", "--prompts",
+                           str(tmp_path / "missing.jsonl")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: prompts file not found: {tmp_path / 'missing.jsonl'}"]
+
+
+def test_offline_hub_id_fails_fast_with_a_clear_message(prompts, capsys):
+    code, err = run_main(generate.main, ["--method", "ar", "--prompts", str(prompts), "--model", "nobody/no-such-model"],
+                         capsys)
+    assert code == 2 and "nobody/no-such-model" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_prints_a_table_with_every_method(prompts, capsys):
+    bench.main(["--prompts", str(prompts), "--methods", "ar,chain,talon:mu=0.1:N=8", "--max-new-tokens", "6",
+                "--limit", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    labels = [r["label"] for r in out["rows"]]
+    assert labels == ["ar", "chain", "talon:mu=0.1:N=8"]
+    assert all(r["mismatches"] == 0 for r in out["rows"])
+    assert 0 < out["c_draft"] < 1
