@@ -14,7 +14,7 @@ from ui import learn
 from ui.examples import default_prompt, example_prompts
 from ui.handlers import (PLAY, apply_preset, export_trace, reset_exit, reset_tree, set_speed, specbound_extras, specbound_replay,
                          specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
-from ui.models import get_models
+from ui.run import Run, RunConfig
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
 from ui.tune import SWEEPS, symbol
@@ -199,9 +199,11 @@ def build_demo() -> gr.Blocks:
 
 
 def warm_up() -> None:
-    """Load the default models while the page is already being served, so the first Step is quick."""
+    """Load the default models and run one throwaway TALON step while the page is already being served,
+    so a visitor's first Step pays neither the load nor the first-call overheads."""
+    knobs = tuple((k.name, k.default) for k in TALON_KNOBS)
     try:
-        get_models("embedded", "embedded", needs_draft=True)
+        Run.start(RunConfig("talon", default_prompt(), knobs, max_new_tokens=4)).step()
     except ValueError as exc:
         print(f"warning: the default models did not load: {exc}", flush=True)
 

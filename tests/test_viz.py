@@ -50,6 +50,7 @@ def test_levels_show_anchor_and_gate():
     ticks = list(fig.layout.yaxis.ticktext)
     assert ticks[0] == "root"
     assert "m_d=0.54" in ticks[2] and "μ·m_d=0.11" in ticks[2] and "kept 2/4" in ticks[2]
+    assert ticks[1] == "<b>d=0</b> kept 2/3"  # Top-K level: no gate
     table = levels_html(talon_example())
     assert "0.108" in table and "budget" in table
 

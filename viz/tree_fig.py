@@ -46,18 +46,19 @@ def _level_tick(trace: StepTrace, depth: int) -> str:
     lv = next((lv for lv in trace.levels if lv.depth == depth), None)
     if lv is None:
         return f"d={depth}"
-    parts = [f"<b>d={depth}</b>"]
-    if lv.anchor is not None:
-        parts.append(f"m_d={lv.anchor:.2g}")
-    if lv.gate is not None:
-        parts.append(f"μ·m_d={lv.gate:.2g}")
-    parts.append(f"kept {lv.kept}/{lv.candidates}")
-    return "<br>".join(parts)
+    head = f"<b>d={depth}</b> kept {lv.kept}/{lv.candidates}"
+    if lv.anchor is None:
+        return head
+    gate = "" if lv.gate is None else f" μ·m_d={lv.gate:.2g}"
+    return f"{head}<br>m_d={lv.anchor:.2g}{gate}"
 
 
-def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = "", height: int = 460) -> go.Figure:
+def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = "", height: int | None = None) -> go.Figure:
     """Draw one step's tree. A chain draws as a single path; an empty trace draws a hint."""
     fig = go.Figure()
+    if height is None:  # two label lines per depth need about 55 px each
+        depth = max((n.depth for n in trace.nodes), default=0) if trace is not None else 0
+        height = max(440, 200 + 55 * (depth + 2))
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
                       margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title, x=0.01),
                       showlegend=True, legend=dict(orientation="h", y=-0.02, yanchor="top"))
@@ -75,7 +76,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     _draw_bonus(fig, pos, trace)
     levels = sorted({level for _, level in pos.values()})
     fig.update_yaxes(visible=True, showgrid=False, zeroline=False, tickvals=levels,
-                     ticktext=[_level_tick(trace, level - 1) for level in levels], tickfont=dict(size=10))
+                     ticktext=[_level_tick(trace, level - 1) for level in levels], tickfont=dict(size=9))
     xs = [x for x, _ in pos.values()]
     fig.update_xaxes(range=[min(xs) - 0.8, max(xs) + 0.8])
     return fig
