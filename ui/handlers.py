@@ -34,7 +34,8 @@ def friendly(fn):
     return wrapper
 
 
-def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dict, target: str, draft: str) -> RunConfig:
+def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dict, target: str,
+                draft: str) -> RunConfig:
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty: type some text or pick an example")
     k = validate(knob_specs, knobs)
