@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import socket
+import threading
 from pathlib import Path
 
 import torch
@@ -63,9 +64,18 @@ def _load_config(src: str, local: bool, name: str):
     raise ModelLoadError(f"cannot load '{name}': {last}")
 
 
-@functools.lru_cache(maxsize=4)
+_LOAD_LOCK = threading.Lock()
+
+
 def load_model(name: str = DEFAULT_TARGET, device: str = "auto") -> CausalLM:
-    """Load once per (name, device); the returned model is shared read-only."""
+    """Load once per (name, device); the returned model is shared read-only. Serialised by a lock:
+    from_pretrained is not thread-safe (two concurrent loads can meet half-materialised weights)."""
+    with _LOAD_LOCK:
+        return _load_model(name, device)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_model(name: str, device: str) -> CausalLM:
     hf_logging.disable_progress_bar()
     src, local = _source(name)
     dev = pick_device(device)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
 
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
 from core.model import CausalLM
 
 EMBEDDED = "embedded"
-LOAD_LOCK = threading.Lock()  # from_pretrained is not thread-safe; loads happen once each, then are cached
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -36,9 +34,8 @@ def get_models(target_name: str, draft_name: str, needs_draft: bool) -> tuple[Ca
     target_src = resolve(target_name, "target")
     draft_src = resolve(draft_name, "draft") if needs_draft else None
     try:
-        with LOAD_LOCK:
-            target = load_model(target_src, device())
-            draft = load_model(draft_src, device()) if draft_src else None
+        target = load_model(target_src, device())  # load_model serialises loads itself
+        draft = load_model(draft_src, device()) if draft_src else None
     except ModelLoadError as exc:
         raise ValueError(str(exc)) from None
     if draft is not None and len(draft.tokenizer) != len(target.tokenizer):
