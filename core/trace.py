@@ -59,7 +59,7 @@ class LevelTrace:
 @dataclass
 class ExitTrace:
     """SpecBound: one drafted token's pass through the shallow layers and where it exited."""
-    node: int  # index into StepTrace.nodes
+    node: int  # index into StepTrace.nodes; len(nodes) for the token that hit d_max (it was not drafted)
     layers: list[int]  # layers evaluated, 1-based ℓ (exit heads sit after layer ℓ)
     raw_conf: list[float]  # max softmax(z^(ℓ)) per evaluated layer
     annealed_conf: list[float]  # max softmax(z^(ℓ) / T_ℓ)
