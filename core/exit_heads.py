@@ -12,6 +12,8 @@ folder, or under `.cache/exit_heads/<model id>/` for Hub models.
 from __future__ import annotations
 
 import json
+import math
+import warnings
 import weakref
 from pathlib import Path
 
@@ -82,10 +84,28 @@ def read_meta(folder: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def fingerprint(lm: CausalLM) -> list[float]:
+    """Mean |w| of a few base weights: ties heads to the weights they were trained on (dtype-robust),
+    so heads left over from an earlier training of the same architecture are not used by mistake."""
+    weights = [lm.body.embed_tokens.weight, lm.body.norm.weight, lm.layers[0].self_attn.q_proj.weight,
+               lm.layers[-1].mlp.down_proj.weight]
+    return [float(w.detach().float().abs().mean()) for w in weights]
+
+
+def matches(lm: CausalLM, meta: dict) -> bool:
+    stored = meta.get("base_fingerprint")
+    return stored is None or all(math.isclose(a, b, rel_tol=1e-3) for a, b in zip(stored, fingerprint(lm)))
+
+
 def load_heads(lm: CausalLM, folder: Path | None = None) -> ExitHeads:
-    """Trained heads for `lm` if its folder has them, else the logit lens (kind == "logit-lens")."""
+    """Trained heads for `lm` if its folder has them (and they were trained on these weights),
+    else the logit lens (kind == "logit-lens")."""
     folder = folder or heads_dir(lm.name)
     if not (folder / WEIGHTS).is_file():
+        return logit_lens(lm)
+    if not matches(lm, read_meta(folder)):
+        warnings.warn(f"{folder / WEIGHTS} was trained on other weights than {lm.name}'s; using the logit lens "
+                      f"(retrain with python -m core.train_exit_heads)")
         return logit_lens(lm)
     tensors = load_file(str(folder / WEIGHTS))
     n, d, r = tensors["up"].shape

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from core.exit_heads import ExitHeads, heads_dir, save_heads
+from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads
 from core.model import CausalLM
 
 CARD_START = "## Exit heads (SpecBound)"  # core/model_card.py keeps the card from "## Exit heads" on
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     res = train_heads(lm, train_ids, cfg)
     metrics = agreement(lm, res.heads, held_ids, cfg.eval_tokens)
     out = args.out or heads_dir(args.model)
-    meta = {"model": args.model, "data": data_desc, "config": asdict(cfg), "final_kl": res.losses[-1],
+    meta = {"model": args.model, "base_fingerprint": fingerprint(lm), "data": data_desc, "config": asdict(cfg), "final_kl": res.losses[-1],
             "train_seconds": res.seconds, "heldout": metrics}
     save_heads(res.heads, out, meta)
     mb = (out / "exit_heads.safetensors").stat().st_size / 1e6

@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from core.exit_heads import LOGIT_LENS, TRAINED, ExitHeads, load_heads, logit_lens, save_heads
+from core.exit_heads import LOGIT_LENS, TRAINED, ExitHeads, fingerprint, load_heads, logit_lens, save_heads
 from core.train_exit_heads import CARD_END, CARD_START, TrainConfig, main, train_heads
 from tests.tiny_models import char_tokenizer, tiny_hf, tiny_lm
 
@@ -72,3 +72,11 @@ def test_trainer_cli_end_to_end(tmp_path):
     assert len(meta["heldout"]["head"]) == 2 and meta["rank"] == 4
     body = card.read_text()
     assert body.startswith("# Models\n\nthe lead's card\n") and body.count(CARD_START) == 1 and CARD_END in body
+
+
+def test_heads_trained_on_other_weights_fall_back_to_the_logit_lens(tmp_path):
+    lm, other = tiny_lm("llama", seed=0, num_hidden_layers=4), tiny_lm("llama", seed=1, num_hidden_layers=4)
+    save_heads(ExitHeads(4, 32, rank=4), tmp_path, {"base_fingerprint": fingerprint(lm)})
+    assert load_heads(lm, tmp_path).kind == TRAINED
+    with pytest.warns(UserWarning, match="other weights"):
+        assert load_heads(other, tmp_path).kind == LOGIT_LENS
