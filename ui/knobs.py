@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
+from core.presets import PRESETS as CORE_PRESETS
+
 
 @dataclass(frozen=True)
 class Knob:
@@ -50,10 +52,15 @@ SAMPLING_KNOBS = [
     Knob("max_new_tokens", "max new tokens", 1, 256, 64, 1, "Generation stops after this many tokens (or at end-of-text)."),
 ]
 
-PRESETS = {
-    "paper defaults (N=60, K=10, μ=0.03, k=1)": {"N": 60, "K": 10, "mu": 0.03, "k_init": 1},
-    "weak-draft setting (N=60, K=10, μ=0.2, k=1)": {"N": 60, "K": 10, "mu": 0.2, "k_init": 1},
-}
+PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair"}
+
+
+def _preset_label(name: str, knobs: dict) -> str:
+    return f"{PRESET_NAMES[name]} (N={knobs['N']}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
+
+
+# The same presets as the CLI's --preset (core/presets.py), labelled for the dropdown.
+PRESETS = {_preset_label(name, knobs): knobs for name, knobs in CORE_PRESETS.items()}
 
 
 def validate(knobs: list[Knob], values: dict) -> dict:
