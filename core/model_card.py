@@ -32,7 +32,9 @@ def history_note(m: dict) -> str:
     notes = []
     for stage, runs in m.get("schedule_history", {}).items():
         if len(runs) > 1:
-            parts = ", ".join(f"from step {r['start']} with --{stage}-steps {r['total_steps']}" for r in runs)
+            parts = "; ".join(f"from step {r['start']} with --{stage}-steps {r['total_steps']}"
+                              + (f" --batch-size {r['batch_size']} --seq-len {r['seq_len']}" if "batch_size" in r else "")
+                              for r in runs)
             notes.append(f"The shipped {stage} was trained in {len(runs)} legs: {parts}; rerun those legs in order "
                          "(stop each at the next leg's start step) to reproduce it exactly.")
     return " ".join(notes)

@@ -111,7 +111,8 @@ def run_training(
     if start < steps or not history:
         # (start step, schedule length) of every (re)start: a run resumed with another --*-steps
         # follows a different cosine from there on, and the model card says so
-        history.append({"start": start, "total_steps": steps})
+        history.append({"start": start, "total_steps": steps, "batch_size": args.batch_size, "seq_len": args.seq_len,
+                        "lr": peak_lr})
     HISTORY[name] = history
     torch.manual_seed(args.seed)
     model.train()
