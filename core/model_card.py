@@ -40,9 +40,29 @@ def history_note(m: dict) -> str:
     return " ".join(notes)
 
 
+def train_minutes(log: Path) -> float | None:
+    """Wall minutes over every leg: the log's clock restarts at each (re)start."""
+    if not log.exists():
+        return None
+    total, last = 0.0, 0.0
+    for line in log.read_text().splitlines():
+        t = json.loads(line)["s"]
+        if t < last:
+            total += last
+        last = t
+    return (total + last) / 60
+
+
+def tokens_seen(m: dict, stage: str) -> int:
+    """Training tokens of a stage, leg by leg (a leg without recorded shapes used the first run's 4 × 1024)."""
+    a = m["args"]
+    runs = m.get("schedule_history", {}).get(stage) or [{"start": 0, "batch_size": a["batch_size"], "seq_len": a["seq_len"]}]
+    ends = [r["start"] for r in runs[1:]] + [a[f"{stage}_steps"]]
+    return sum((end - r["start"]) * r.get("batch_size", 4) * r.get("seq_len", 1024) for r, end in zip(runs, ends))
+
+
 def render(m: dict, work: Path) -> str:
     a = m["args"]
-    t = m["timings"]
     train_target = last_losses(work / "target.log.jsonl")
     train_draft = last_losses(work / "draft.log.jsonl")
     cmd = (f"python -m core.train_embedded --out {a['out']} --work {a['work']} --target-steps {a['target_steps']} "
@@ -60,10 +80,10 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
 | parameters | {m['target_params'] / 1e6:.2f} M | {m['draft_params'] / 1e6:.2f} M |
 | weights on disk | {m['target_mb']:.1f} MB | {m['draft_mb']:.1f} MB |
 | context | {a['ctx']} tokens | {a['ctx']} tokens |
-| training | {a['target_steps']} steps × {a['batch_size']} × {a['seq_len']} tokens, next-token CE | {a['draft_steps']} steps, distilled from the target (KL + 0.1·CE), embedding initialised from the target |
+| training | {a['target_steps']} steps, {tokens_seen(m, 'target') / 1e6:.1f} M tokens, next-token CE | {a['draft_steps']} steps, {tokens_seen(m, 'draft') / 1e6:.1f} M tokens, distilled from the target (KL + 0.1·CE), embedding initialised from the target |
 | train loss (last 50 steps, nats/token) | {fmt(train_target)} | {fmt(train_draft)} |
 | **held-out cross-entropy** (nats/token) | **{m['target_heldout_ce']:.3f}** | **{m['draft_heldout_ce']:.3f}** |
-| wall time | {t['target_s'] / 60:.1f} min | {t['draft_s'] / 60:.1f} min |
+| training wall time (all legs, 2 CPU cores shared with development work) | {fmt(train_minutes(work / 'target.log.jsonl'))} min | {fmt(train_minutes(work / 'draft.log.jsonl'))} min |
 
 - **Draft–target greedy agreement on held-out text: {m['draft_greedy_agreement'] * 100:.1f}%** of
   {m['heldout_tokens']:,} positions (the draft's argmax equals the target's).
