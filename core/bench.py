@@ -54,6 +54,11 @@ class Row:
         return self.tokens / max(1e-9, self.wall_s)
 
     @property
+    def oracle_share(self) -> float:
+        """Share of steps on or above the Oracle line τ = δ (every draft forward paid for itself)."""
+        return sum(tau >= delta for delta, tau in self.points) / max(1, len(self.points))
+
+    @property
     def modelled_r(self) -> float:
         return self.mat / (1 + self.c * self.mean_delta) if self.steps else 0.0
 
@@ -107,13 +112,13 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, draft, sampling, max
 
 def table(title: str, rows: list[Row], ar: Row) -> str:
     head = ("| method | MAT | mean δ | tok/s | speed-up | modelled R | c | build ms/step | draft ms/step "
-            "| verify ms/step | ≠AR |\n|---|---|---|---|---|---|---|---|---|---|---|")
+            "| verify ms/step | τ ≥ δ | ≠AR |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [f"### {title}", "", head]
     for r in rows:
         s = max(1, r.steps)
         lines.append(f"| {r.label} | {r.mat:.2f} | {r.mean_delta:.2f} | {r.tok_s:.1f} | {ar.wall_s / r.wall_s:.2f}× "
                      f"| {r.modelled_r:.2f} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
-                     f"| {r.verify_ms / s:.2f} | {r.mismatches} |")
+                     f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.mismatches} |")
     return "\n".join(lines)
 
 
@@ -184,7 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
            "max_new_tokens": args.max_new_tokens, "c_draft": c_draft,
            "rows": [{**{k: v for k, v in asdict(r).items() if k != "points"}, "mat": r.mat, "mean_delta": r.mean_delta,
-                     "tok_s": r.tok_s, "speedup": ar.wall_s / r.wall_s, "modelled_r": r.modelled_r}
+                     "tok_s": r.tok_s, "speedup": ar.wall_s / r.wall_s, "modelled_r": r.modelled_r,
+                     "oracle_share": r.oracle_share}
                     for r in rows.values()]}
     texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens)", [rows[s[0]] for s in specs], ar)]
     if sweeps:
