@@ -39,7 +39,7 @@ def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_pare
     Returns flat (score, q, token, parent) tensors/lists, best first.
     """
     m = min(per_parent, dist.shape[-1])
-    q, tok = dist.topk(m, dim=-1)  # (F, m)
+    q, tok = (t.cpu() for t in dist.topk(m, dim=-1))  # (F, m): small, so the policy's logic runs on the CPU
     parent_score = torch.tensor([1.0 if f == ROOT else tree.scores[f] for f in frontier], dtype=q.dtype)
     scores = (parent_score[:, None] * q).flatten()  # (F·m,)
     order = scores.argsort(descending=True, stable=True)
