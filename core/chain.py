@@ -11,7 +11,7 @@ from core.trace import ROOT, DraftNode, StepTrace, TargetChoice
 from core.verify import verify_chain_greedy, verify_chain_sampling
 
 
-def feed(s: Session, lm, cache, tokens: list[int]) -> torch.Tensor:
+def feed(lm, cache, tokens: list[int]) -> torch.Tensor:
     """Append `tokens` at the next positions of `cache` (causal); returns their logits (T, V)."""
     start = cache.length
     return lm.forward(tokens, range(start, start + len(tokens)), cache).logits
@@ -27,7 +27,7 @@ class ARMethod:
         trace = s.new_trace()
         with Timer(s.target.device) as t:
             # 1. one target forward over the pending token(s)
-            logits = feed(s, s.target, s.tcache, s.pending(s.tcache))[-1]  # (V,)
+            logits = feed(s.target, s.tcache, s.pending(s.tcache))[-1]  # (V,)
             # 2. the target's own choice, from exactly the distribution verification uses
             dist = probs(logits, s.sampling)
             tok = choose(logits, dist, s.sampling, s.gen)
@@ -58,7 +58,7 @@ class ChainMethod:
             feed_tokens = s.pending(s.dcache)
             n_pending_draft = len(feed_tokens)
             for _ in range(gamma):
-                logits = feed(s, s.draft, s.dcache, feed_tokens)[-1]  # (V,)
+                logits = feed(s.draft, s.dcache, feed_tokens)[-1]  # (V,)
                 q = probs(logits, s.sampling)
                 tok = choose(logits, q, s.sampling, s.gen)
                 drafted.append(tok)
@@ -70,7 +70,7 @@ class ChainMethod:
         # 2. one target forward over pending + drafted tokens; row j predicts drafted[j]
         with Timer(s.target.device) as t_verify:
             pending = s.pending(s.tcache)
-            logits = feed(s, s.target, s.tcache, pending + drafted)[len(pending) - 1:]  # (γ + 1, V)
+            logits = feed(s.target, s.tcache, pending + drafted)[len(pending) - 1:]  # (γ + 1, V)
             p = probs(logits, s.sampling)
             if s.sampling.greedy:
                 verdict = verify_chain_greedy(drafted, logits)

@@ -82,7 +82,6 @@ class TalonPolicy:
         for depth in range(max_depth):
             left = self.N - len(tree)
             if left <= 0 or not frontier:
-                res.stop = "budget" if left <= 0 else "frontier"
                 break
             # 1. one batched draft forward over the frontier
             dist = expand(frontier, tree)  # (F, V)
@@ -107,8 +106,7 @@ class TalonPolicy:
             frontier = [tree.add(int(tok[i]), parents[i], float(q[i]), float(scores[i])) for i in range(n_keep)]
             level.kept, level.budget_left = n_keep, self.N - len(tree)
             res.levels.append(level)
-        else:
-            res.stop = "depth" if frontier and len(tree) < self.N else ("budget" if len(tree) >= self.N else "frontier")
+        res.stop = "budget" if len(tree) >= self.N else "frontier" if not frontier else "depth"
         res.pool_index = list(range(len(tree)))
         return res
 
