@@ -61,6 +61,24 @@ def play_row(prefix: str) -> tuple:
     return step, play, reset, speed, gr.Timer(0.8, active=False)
 
 
+def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list, extras: dict, fns: tuple,
+                  view) -> None:
+    """Step / Play / Reset / replay of a stepping tab. `outputs[0]` is the session state, `extras` the slower
+    figures drawn after each step, `view` a display toggle that redraws the shown step from stored traces."""
+    step_fn, reset_fn, replay_fn = fns
+    step, play, reset, speed, timer = buttons
+    state = outputs[0]
+    after = dict(extras, api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
+    step.click(step_fn, inputs, outputs, api_name=f"{name}_step", concurrency_id=ENGINE).success(**after)
+    timer.tick(tick(step_fn, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
+               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**after)
+    play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
+    speed.change(set_speed, [speed], [timer], api_visibility="private")
+    reset.click(reset_fn, [state, view], outputs + [timer, play], api_name=f"{name}_reset")
+    replay.input(replay_fn, [state, replay, view], outputs[1:], api_name=f"{name}_replay", trigger_mode="always_last")
+    view.change(replay_fn, [state, replay, view], outputs[1:], api_visibility="private")
+
+
 def export_block(state, api_name: str) -> None:
     with gr.Accordion("Export the run's traces", open=False):
         btn = gr.Button("Export trace JSON")
@@ -93,17 +111,9 @@ def talon_tab(models: list) -> None:
             export_block(state, "export_talon")
     inputs = [state, prompt, *knobs, *sampling, *models, show_pruned]
     outputs = [state, tree, static, budget, levels, *outs, replay, trace]
-    extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]],
-                  api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
-    step.click(talon_step, inputs, outputs, api_name="talon_step", concurrency_id=ENGINE).success(**extras)
-    timer.tick(tick(talon_step, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
-               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**extras)
-    play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
-    speed.change(set_speed, [speed], [timer], api_visibility="private")
-    reset.click(reset_tree, [state, show_pruned], outputs + [timer, play], api_name="talon_reset")
-    replay.input(talon_replay, [state, replay, show_pruned], outputs[1:], api_name="talon_replay",
-                 trigger_mode="always_last")
-    show_pruned.change(talon_replay, [state, replay, show_pruned], outputs[1:], api_visibility="private")
+    extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]])
+    wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
+                  fns=(talon_step, reset_tree, talon_replay), view=show_pruned)
     preset.change(apply_preset, [preset], knobs, api_visibility="private")
 
 
@@ -128,17 +138,9 @@ def specbound_tab(models: list) -> None:
             export_block(state, "export_specbound")
     inputs = [state, prompt, *knobs, *sampling, models[0], annealed]
     outputs = [state, heatmap, bars, why, *outs, replay, trace]
-    extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]], api_visibility="private",
-                  concurrency_id=ENGINE, show_progress="hidden")
-    step.click(specbound_step, inputs, outputs, api_name="specbound_step", concurrency_id=ENGINE).success(**extras)
-    timer.tick(tick(specbound_step, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
-               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**extras)
-    play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
-    speed.change(set_speed, [speed], [timer], api_visibility="private")
-    reset.click(reset_exit, [state, annealed], outputs + [timer, play], api_name="specbound_reset")
-    replay.input(specbound_replay, [state, replay, annealed], outputs[1:], api_name="specbound_replay",
-                 trigger_mode="always_last")
-    annealed.change(specbound_replay, [state, replay, annealed], outputs[1:], api_visibility="private")
+    extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
+    wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
+                  fns=(specbound_step, reset_exit, specbound_replay), view=annealed)
 
 
 def compare_tab(models: list) -> None:

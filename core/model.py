@@ -86,18 +86,29 @@ class CausalLM:
         cos, sin = self.body.rotary_emb(like[None], positions[None])  # each (1, T, D)
         return cos[0], sin[0]  # (T, D)
 
+    def project_kv(self, i: int, x: torch.Tensor, cos: torch.Tensor,
+                   sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer i's keys (rotated) and values for its normed input x (T, d): each (H_kv, T, D).
+        Public because SpecBound also writes K/V for tokens that exited below layer i."""
+        attn = self.layers[i].self_attn
+        T = x.shape[0]
+        k = attn.k_proj(x).view(T, self.n_kv_heads, self.head_dim)  # (T, H_kv, D)
+        v = attn.v_proj(x).view(T, self.n_kv_heads, self.head_dim)
+        if hasattr(attn, "k_norm"):
+            k = attn.k_norm(k)
+        k, v = k.transpose(0, 1), v.transpose(0, 1)  # (H_kv, T, D)
+        return k * cos + rotate_half(k) * sin, v
+
     def _attention(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
                    start: int, mask: torch.Tensor) -> torch.Tensor:
         attn = self.layers[i].self_attn
         T = x.shape[0]
         q = attn.q_proj(x).view(T, self.n_heads, self.head_dim)  # (T, H, D)
-        k = attn.k_proj(x).view(T, self.n_kv_heads, self.head_dim)  # (T, H_kv, D)
-        v = attn.v_proj(x).view(T, self.n_kv_heads, self.head_dim)
         if hasattr(attn, "q_norm"):  # Qwen3 normalises q and k per head before RoPE
-            q, k = attn.q_norm(q), attn.k_norm(k)
-        q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)  # (H, T, D)
+            q = attn.q_norm(q)
+        q = q.transpose(0, 1)  # (H, T, D)
         q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        k, v = self.project_kv(i, x, cos, sin)
         cache.write(i, start, k, v)
         keys, values = cache.view(i, start + T)  # (H_kv, S, D)
         out = F.scaled_dot_product_attention(

@@ -7,6 +7,7 @@ Sections that other trainers append (from a line starting with "## Exit heads") 
 from __future__ import annotations
 
 import json
+import math
 import platform
 from pathlib import Path
 
@@ -61,13 +62,24 @@ def tokens_seen(m: dict, stage: str) -> int:
     return sum((end - r["start"]) * r.get("batch_size", 4) * r.get("seq_len", 1024) for r, end in zip(runs, ends))
 
 
+def bpb_row(m: dict) -> str:
+    """Bits per byte of held-out source: comparable across tokenizers, unlike nats per token."""
+    if "heldout_bytes" not in m:
+        return ""
+    per = m["heldout_tokens"] / m["heldout_bytes"] / math.log(2)
+    return (f"| held-out bits per byte (any tokenizer) | {m['target_heldout_ce'] * per:.3f} | "
+            f"{m['draft_heldout_ce'] * per:.3f} |\n")
+
+
 def render(m: dict, work: Path) -> str:
     a = m["args"]
     train_target = last_losses(work / "target.log.jsonl")
     train_draft = last_losses(work / "draft.log.jsonl")
-    cmd = (f"python -m core.train_embedded --out {a['out']} --work {a['work']} --target-steps {a['target_steps']} "
-           f"--draft-steps {a['draft_steps']} --lr {a['lr']} --seed {a['seed']}")
+    cmd = (f"python -m core.train_embedded --out assets/models --work {a['work']} --target-steps {a['target_steps']} "
+           f"--draft-steps {a['draft_steps']} --batch-size {a['batch_size']} --seq-len {a['seq_len']} "
+           f"--hidden {a['hidden']} --ffn {a['ffn']} --target-layers {a['target_layers']} --lr {a['lr']} --seed {a['seed']}")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    legs = f"\n  {history_note(m)}" if history_note(m) else ""
     return f"""# Embedded models of SpecScope
 
 Two causal LMs on one byte-level BPE tokenizer, trained on this repository's machine by
@@ -83,7 +95,7 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
 | training | {a['target_steps']} steps, {tokens_seen(m, 'target') / 1e6:.1f} M tokens, next-token CE | {a['draft_steps']} steps, {tokens_seen(m, 'draft') / 1e6:.1f} M tokens, distilled from the target (KL + 0.1·CE), embedding initialised from the target |
 | train loss (last 50 steps, nats/token) | {fmt(train_target)} | {fmt(train_draft)} |
 | **held-out cross-entropy** (nats/token) | **{m['target_heldout_ce']:.3f}** | **{m['draft_heldout_ce']:.3f}** |
-| training wall time (all legs, 2 CPU cores shared with development work) | {fmt(train_minutes(work / 'target.log.jsonl'))} min | {fmt(train_minutes(work / 'draft.log.jsonl'))} min |
+{bpb_row(m)}| training wall time (all legs, 2 CPU cores) | {fmt(train_minutes(work / 'target.log.jsonl'))} min | {fmt(train_minutes(work / 'draft.log.jsonl'))} min |
 
 - **Draft–target greedy agreement on held-out text: {m['draft_greedy_agreement'] * 100:.1f}%** of
   {m['heldout_tokens']:,} positions (the draft's argmax equals the target's).
@@ -94,8 +106,7 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
   {len(m['heldout_files'])} files — {', '.join(m['heldout_files'])}.
 - Machine: 2 CPU cores (AVX-512-BF16), bf16 autocast for the matmuls, fp32 master weights, AdamW
   (β = 0.9, 0.95, weight decay 0.1), cosine schedule to 10% with warm-up, gradient clipping at 1.
-- Reproduce: `{cmd}` (checkpoints in `--work` make it resumable; the data order depends only on seed and step).
-  {history_note(m)}
+- Reproduce: `{cmd}` (checkpoints in `--work` make it resumable; the data order depends only on seed and step).{legs}
   The prompts in `assets/prompts/heldout.jsonl` come from `python -m core.make_prompts`.
 """
 

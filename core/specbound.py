@@ -34,7 +34,7 @@ import torch
 from core.engine import Session, Timer
 from core.exit_heads import ExitHeads, heads_for
 from core.kv_cache import KVCache
-from core.model import CausalLM, causal_mask, rotate_half
+from core.model import CausalLM, causal_mask
 from core.sampling import choose, probs
 from core.trace import ROOT, DraftNode, ExitTrace, StepTrace, TargetChoice
 from core.verify import verify_chain_greedy, verify_chain_sampling
@@ -106,16 +106,9 @@ class Block:
 def propagate_kv(lm: CausalLM, cache: KVCache, i: int, h: torch.Tensor, slots: torch.Tensor) -> None:
     """Layer i's K/V for tokens that exited below it, from their exit states h (n, d) (CALM's state
     propagation): a cheap stand-in so deeper drafts still see them. Slots equal positions here."""
-    layer = lm.layers[i]
-    attn = layer.self_attn
-    x = layer.input_layernorm(h)  # (n, d)
-    k = attn.k_proj(x).view(len(slots), lm.n_kv_heads, lm.head_dim)  # (n, H_kv, D)
-    v = attn.v_proj(x).view(len(slots), lm.n_kv_heads, lm.head_dim)
-    if hasattr(attn, "k_norm"):
-        k = attn.k_norm(k)
-    k, v = k.transpose(0, 1), v.transpose(0, 1)  # (H_kv, n, D)
     cos, sin = lm.rope(slots, h)  # (n, D)
-    cache.k[i, :, slots] = k * cos + rotate_half(k) * sin
+    k, v = lm.project_kv(i, lm.layers[i].input_layernorm(h), cos, sin)  # each (H_kv, n, D)
+    cache.k[i, :, slots] = k
     cache.v[i, :, slots] = v
 
 

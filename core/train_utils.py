@@ -31,9 +31,11 @@ def heldout_metrics(target_dir: Path, draft_dir: Path, files: list, tokenizer: P
     target = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).eval()
     draft = AutoModelForCausalLM.from_pretrained(draft_dir, dtype=torch.float32).eval()
     eot = tokenizer.eos_token_id
-    sums = {"target_nll": 0.0, "draft_nll": 0.0, "agree": 0, "n": 0}
+    sums = {"target_nll": 0.0, "draft_nll": 0.0, "agree": 0, "n": 0, "bytes": 0}
     for f in files:
-        ids = tokenizer(f.read(), add_special_tokens=False)["input_ids"]
+        text = f.read()
+        sums["bytes"] += len(text.encode("utf-8"))
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         ids = [eot] + ids
         for s in range(0, len(ids) - 1, chunk):
             x = torch.tensor([ids[s : s + chunk + 1]])  # (1, T+1)
@@ -49,6 +51,7 @@ def heldout_metrics(target_dir: Path, draft_dir: Path, files: list, tokenizer: P
     n = max(1, sums["n"])
     return {
         "heldout_tokens": sums["n"],
+        "heldout_bytes": sums["bytes"],
         "target_heldout_ce": sums["target_nll"] / n,
         "draft_heldout_ce": sums["draft_nll"] / n,
         "draft_greedy_agreement": sums["agree"] / n,

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from core import bench, generate
+from core import bench, generate, summarize
 
 FIELDS = {"id", "method", "output_ids", "text", "steps", "mat", "mean_delta", "target_forwards", "draft_forwards",
           "wall_s"}
@@ -94,3 +94,19 @@ def test_bench_prints_a_table_with_every_method(prompts, capsys):
     assert labels == ["ar", "chain", "talon:mu=0.1:N=8"]
     assert all(r["mismatches"] == 0 for r in out["rows"])
     assert 0 < out["c_draft"] < 1
+
+
+def test_summarize_reads_generate_outputs(prompts, tmp_path, capsys):
+    files = []
+    for method in ("ar", "chain"):
+        generate.main(["--method", method, "--prompts", str(prompts), "--max-new-tokens", "6"])
+        files.append(tmp_path / f"{method}.jsonl")
+        files[-1].write_text(capsys.readouterr().out)
+    summarize.main([str(f) for f in files])
+    rows = capsys.readouterr().out.strip().splitlines()
+    ar, chain = (r.split("|")[1:-1] for r in rows[2:])
+    assert ar[0].strip() == "ar" and chain[0].strip() == "chain"
+    assert ar[5].strip() == "1.00×" and chain[6].strip() == "0"  # chain reproduces AR's ids
+    assert float(chain[2]) >= 1.0 and float(chain[3]) > 0
+    code, err = run_main(summarize.main, [str(tmp_path / "missing.jsonl")], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err

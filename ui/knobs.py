@@ -2,10 +2,10 @@
 turns an out-of-range value into a message a visitor can act on."""
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 from core.presets import PRESETS as CORE_PRESETS
+from core.specbound import DEFAULTS as SB  # the engine's defaults: the page never disagrees with the CLI
 
 
 @dataclass(frozen=True)
@@ -28,22 +28,11 @@ TALON_KNOBS = [
 ]
 
 
-def _specbound_defaults() -> dict:
-    """The engine's own defaults when SpecBound is installed, so the page never disagrees with the CLI."""
-    try:
-        from core.specbound import build_specbound_method
-    except ImportError:
-        return {}
-    return {k: p.default for k, p in inspect.signature(build_specbound_method).parameters.items()
-            if p.default is not inspect.Parameter.empty}
-
-
-_SB = _specbound_defaults()
 SPECBOUND_KNOBS = [
-    Knob("alpha", "α (annealing)", 0.0, 4.0, float(_SB.get("alpha", 1.0)), 0.05, "T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns ACT off.", False),
-    Knob("tau_exit", "τ_exit (exit threshold)", 0.05, 1.0, float(_SB.get("tau_exit", 0.9)), 0.01, "A drafted token exits at the first layer whose annealed confidence reaches τ_exit.", False),
-    Knob("d_max", "d_max (depth bound)", 1, 64, int(_SB.get("d_max", 6)), 1, "A token that needs more than d_max layers stops drafting: it is a hard token."),
-    Knob("w_max", "w_max (width bound)", 1, 32, int(_SB.get("w_max", 8)), 1, "At most w_max tokens are drafted before the target verifies them."),
+    Knob("alpha", "α (annealing)", 0.0, 4.0, float(SB["alpha"]), 0.05, "T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns ACT off.", False),
+    Knob("tau_exit", "τ_exit (exit threshold)", 0.05, 1.0, float(SB["tau_exit"]), 0.01, "A drafted token exits at the first layer whose annealed confidence reaches τ_exit.", False),
+    Knob("d_max", "d_max (depth bound)", 1, 64, int(SB["d_max"]), 1, "A token that needs more than d_max layers stops drafting: it is a hard token."),
+    Knob("w_max", "w_max (width bound)", 1, 32, int(SB["w_max"]), 1, "At most w_max tokens are drafted before the target verifies them."),
 ]
 
 SAMPLING_KNOBS = [
