@@ -12,40 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass
-class Summary:
-    method: str
-    prompts: int
-    tokens: int
-    steps: int
-    draft_forwards: int
-    wall_s: float
-
-    @property
-    def mat(self) -> float:
-        return self.tokens / max(1, self.steps)
-
-    @property
-    def mean_delta(self) -> float:
-        return self.draft_forwards / max(1, self.steps)
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / max(1e-9, self.wall_s)
+from core.bench import Row  # the same totals and ratios as the bench's table rows
 
 
 def read_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def summarise(rows: list[dict]) -> Summary:
-    return Summary(method=rows[0]["method"] if rows else "?", prompts=len(rows),
-                   tokens=sum(len(r["output_ids"]) for r in rows), steps=sum(r["steps"] for r in rows),
-                   draft_forwards=sum(r["draft_forwards"] for r in rows), wall_s=sum(r["wall_s"] for r in rows))
+def summarise(rows: list[dict]) -> Row:
+    return Row(label=rows[0]["method"] if rows else "?", tokens=sum(len(r["output_ids"]) for r in rows),
+               steps=sum(r["steps"] for r in rows), draft_forwards=sum(r["draft_forwards"] for r in rows),
+               wall_s=sum(r["wall_s"] for r in rows))
 
 
 def differing(base: list[dict], rows: list[dict]) -> int:
@@ -60,8 +39,8 @@ def table(files: list[Path]) -> str:
     lines = ["| method | prompts | MAT | mean δ | tok/s | speed-up | ≠ first |", "|---|---|---|---|---|---|---|"]
     for rows in runs:
         s = summarise(rows)
-        lines.append(f"| {s.method} | {s.prompts} | {s.mat:.2f} | {s.mean_delta:.2f} | {s.tokens_per_s:.1f} | "
-                     f"{s.tokens_per_s / max(1e-9, base.tokens_per_s):.2f}× | {differing(runs[0], rows)} |")
+        lines.append(f"| {s.label} | {len(rows)} | {s.mat:.2f} | {s.mean_delta:.2f} | {s.tok_s:.1f} | "
+                     f"{s.tok_s / max(1e-9, base.tok_s):.2f}× | {differing(runs[0], rows)} |")
     return "\n".join(lines)
 
 
