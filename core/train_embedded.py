@@ -2,7 +2,8 @@
 
     python -m core.train_embedded --out assets/models --work .cache/train
 
-(the defaults are the shipped recipe: ~62 min for the target and ~13 min for the draft on 2 CPU cores)
+(the defaults train the shipped target, ~62 min on 2 CPU cores; the shipped draft then had a second leg with
+--draft-steps 2000, ~27 min in all: see assets/models/README.md)
 
 Every stage checkpoints into --work and resumes from there when run again with the same
 arguments. Batches are drawn from a generator seeded by (seed, step), so a resumed run sees
