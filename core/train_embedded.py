@@ -2,8 +2,8 @@
 
     python -m core.train_embedded --out assets/models --work .cache/train
 
-(the defaults train the shipped target, ~62 min on 2 CPU cores; the shipped draft then had a second leg with
---draft-steps 2000, ~27 min in all: see assets/models/README.md)
+(the defaults are the shipped recipe: ~62 min for the target, ~27 min for the draft on 2 CPU cores; the
+shipped draft got its 2000 steps in two legs, 1000 + 1000: see assets/models/README.md)
 
 Every stage checkpoints into --work and resumes from there when run again with the same
 arguments. Batches are drawn from a generator seeded by (seed, step), so a resumed run sees
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--batch-size", type=int, default=2)
     ap.add_argument("--target-steps", type=int, default=3400)
-    ap.add_argument("--draft-steps", type=int, default=1000)
+    ap.add_argument("--draft-steps", type=int, default=2000)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--device", default="auto")
     args = ap.parse_args(argv)
