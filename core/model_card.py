@@ -33,9 +33,8 @@ def history_note(m: dict) -> str:
     notes = []
     for stage, runs in m.get("schedule_history", {}).items():
         if len(runs) > 1:
-            parts = "; ".join(f"from step {r['start']} with --{stage}-steps {r['total_steps']}"
-                              + (f" --batch-size {r['batch_size']} --seq-len {r['seq_len']}" if "batch_size" in r else "")
-                              for r in runs)
+            parts = "; ".join(f"from step {r['start']} with --{stage}-steps {r['total_steps']} "
+                              f"--batch-size {r['batch_size']} --seq-len {r['seq_len']}" for r in runs)
             notes.append(f"The shipped {stage} was trained in {len(runs)} legs: {parts}; rerun those legs in order "
                          "(stop each at the next leg's start step) to reproduce it exactly.")
     return " ".join(notes)
@@ -55,11 +54,11 @@ def train_minutes(log: Path) -> float | None:
 
 
 def tokens_seen(m: dict, stage: str) -> int:
-    """Training tokens of a stage, leg by leg (a leg without recorded shapes used the first run's 4 × 1024)."""
+    """Training tokens of a stage, leg by leg (legs may differ in batch shape)."""
     a = m["args"]
     runs = m.get("schedule_history", {}).get(stage) or [{"start": 0, "batch_size": a["batch_size"], "seq_len": a["seq_len"]}]
     ends = [r["start"] for r in runs[1:]] + [a[f"{stage}_steps"]]
-    return sum((end - r["start"]) * r.get("batch_size", 4) * r.get("seq_len", 1024) for r, end in zip(runs, ends))
+    return sum((end - r["start"]) * r["batch_size"] * r["seq_len"] for r, end in zip(runs, ends))
 
 
 def bpb_row(m: dict) -> str:
@@ -79,7 +78,8 @@ def render(m: dict, work: Path) -> str:
            f"--draft-steps {a['draft_steps']} --batch-size {a['batch_size']} --seq-len {a['seq_len']} "
            f"--hidden {a['hidden']} --ffn {a['ffn']} --target-layers {a['target_layers']} --lr {a['lr']} --seed {a['seed']}")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-    legs = f"\n  {history_note(m)}" if history_note(m) else ""
+    note = history_note(m)
+    legs = f"\n  {note}" if note else ""
     return f"""# Embedded models of SpecScope
 
 Two causal LMs on one byte-level BPE tokenizer, trained on this repository's machine by

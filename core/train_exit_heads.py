@@ -193,8 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     res = train_heads(lm, train_ids, cfg)
     metrics = agreement(lm, res.heads, held_ids, cfg.eval_tokens)
     out = args.out or heads_dir(args.model)
-    meta = {"model": args.model, "base_fingerprint": fingerprint(lm), "data": data_desc, "config": asdict(cfg), "final_kl": res.losses[-1],
-            "train_seconds": res.seconds, "heldout": metrics}
+    meta = {"model": args.model, "base_fingerprint": fingerprint(lm), "data": data_desc, "config": asdict(cfg),
+            "final_kl": res.losses[-1], "train_seconds": res.seconds, "heldout": metrics}
     save_heads(res.heads, out, meta)
     mb = (out / "exit_heads.safetensors").stat().st_size / 1e6
     print(json.dumps({"out": str(out), "megabytes": round(mb, 3), **metrics}))
