@@ -2,7 +2,9 @@
 
     python -m core.generate --method chain --prompts assets/prompts/heldout.jsonl --gamma 5
 
-Bad input exits with status 2 and a one-line message naming the problem.
+Bad input (files, knobs, models, devices, prompts too long) is found before anything runs: status 2 and a
+one-line message. A prompt that fails while running writes one JSON line with an `error` field and the
+others still run (then status 1), so finished work is never lost; every line is written whole.
 """
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from core.engine import Session, SessionError
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
 from core.methods import METHODS, build_method
 from core.presets import PRESETS, preset_knobs
-from core.prompts import PromptFileError, read_prompts
+from core.prompts import check_prompt_chars, max_prompt_chars, read_prompts
 from core.sampling import SamplingConfig
+from core.train_utils import pick_device
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -23,9 +26,18 @@ class OneLineParser(argparse.ArgumentParser):
         fail(message)
 
 
-def fail(message: str) -> None:
+def fail(message: str, status: int = 2) -> None:
     print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(status)
+
+
+def device_arg(name: str) -> str:
+    """argparse type for --device: checked up front, one line when it cannot work here."""
+    try:
+        pick_device(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
 
 
 def add_common_args(ap: argparse.ArgumentParser) -> None:
@@ -52,7 +64,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     sb.add_argument("--min-exit-layer", type=int, default=None, help="first layer allowed to exit")
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
     ap.add_argument("--draft", default=DEFAULT_DRAFT, help="draft model (default: embedded)")
-    ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    ap.add_argument("--device", default="auto", type=device_arg, help="auto | cpu | cuda | cuda:N")
 
 
 def method_knobs(args: argparse.Namespace) -> dict:
@@ -71,23 +83,56 @@ def result_row(row: dict, res) -> dict:
     }
 
 
+def error_row(row: dict, method: str, exc: BaseException) -> dict:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return {"id": row["id"], "method": method, "error": f"{type(exc).__name__}: {first}" if first else type(exc).__name__}
+
+
+def write_line(data: dict) -> None:
+    """One whole line per write, flushed, so a reader never sees half a record."""
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
+    """Everything that can be checked before running: raises ValueError / ModelLoadError with one line."""
+    sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
+    sampling.validate()
+    method = build_method(args.method, **method_knobs(args))
+    rows = read_prompts(args.prompts)
+    target = load_model(args.model, args.device)
+    draft = load_model(args.draft, args.device) if method.needs_draft else None
+    limit = max_prompt_chars(target.max_context)
+    sessions = []
+    for n, r in enumerate(rows, start=1):
+        try:
+            check_prompt_chars(r["prompt"], limit)
+            sessions.append(Session(target, method, r["prompt"], sampling, args.max_new_tokens, draft))
+        except ValueError as exc:  # SessionError included: name the prompt, the file may hold hundreds
+            raise ValueError(f"prompt {n} (id {r['id']!r}): {exc}") from None
+    return rows, sessions
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--method", required=True, choices=METHODS)
     add_common_args(ap)
     args = ap.parse_args(argv)
-    sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     try:
-        sampling.validate()
-        method = build_method(args.method, **method_knobs(args))
-        rows = read_prompts(args.prompts)
-        target = load_model(args.model, args.device)
-        draft = load_model(args.draft, args.device) if method.needs_draft else None
-        sessions = [Session(target, method, r["prompt"], sampling, args.max_new_tokens, draft) for r in rows]
+        rows, sessions = prepare(args)
     except (ValueError, ModelLoadError) as exc:
         fail(str(exc))
-    for row, session in zip(rows, sessions):
-        print(json.dumps(result_row(row, session.generate())), flush=True)
+    failed = 0
+    for row in rows:
+        session = sessions.pop(0)  # released after its line: finished sessions' caches are not kept
+        try:
+            data = result_row(row, session.generate())
+        except Exception as exc:  # noqa: BLE001 - one prompt's failure must not lose the others' lines
+            failed += 1
+            data = error_row(row, args.method, exc)
+        write_line(data)
+    if failed:
+        fail(f"{failed} of {len(rows)} prompts failed; their lines carry an 'error' field", status=1)
 
 
 if __name__ == "__main__":

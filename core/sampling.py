@@ -5,6 +5,7 @@ distribution that speculative decoding must reproduce is exactly the one AR samp
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -21,8 +22,8 @@ class SamplingConfig:
         return self.temperature == 0
 
     def validate(self) -> None:
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be >= 0 (got {self.temperature})")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):  # inf would flatten p to uniform
+            raise ValueError(f"temperature must be a finite number >= 0 (got {self.temperature})")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top-p must be in (0, 1] (got {self.top_p})")
 

@@ -4,8 +4,10 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from core import bench, generate, summarize
+from core.engine import Session
 
 FIELDS = {"id", "method", "output_ids", "text", "steps", "mat", "mean_delta", "target_forwards", "draft_forwards",
           "wall_s"}
@@ -54,6 +56,13 @@ def bad_file(tmp_path, name, text):
     ("top-p-zero", "top-p"),
     ("mu", "μ"),
     ("N", "N"),
+    ("temperature-inf", "finite"),
+    ("temperature-nan", "finite"),
+    ("device-tpu", "unknown device 'tpu'"),
+    ("device-mps", "not supported"),
+    ("prompts-folder", "is a folder"),
+    ("model-file", "is a file"),
+    ("too-many-chars", "characters"),
 ])
 def test_bad_input_exits_2_with_one_line(case, expect, tmp_path, prompts, capsys):
     args = {"missing": ["--prompts", str(tmp_path / "nope.jsonl")],
@@ -65,7 +74,14 @@ def test_bad_input_exits_2_with_one_line(case, expect, tmp_path, prompts, capsys
             "top-p-high": ["--prompts", str(prompts), "--top-p", "1.5"],
             "top-p-zero": ["--prompts", str(prompts), "--top-p", "0"],
             "mu": ["--prompts", str(prompts), "--method", "talon", "--mu", "0"],
-            "N": ["--prompts", str(prompts), "--method", "talon", "--N", "0"]}[case]
+            "N": ["--prompts", str(prompts), "--method", "talon", "--N", "0"],
+            "temperature-inf": ["--prompts", str(prompts), "--temperature", "inf"],
+            "temperature-nan": ["--prompts", str(prompts), "--temperature", "nan"],
+            "device-tpu": ["--prompts", str(prompts), "--device", "tpu"],
+            "device-mps": ["--prompts", str(prompts), "--device", "mps"],
+            "prompts-folder": ["--prompts", str(tmp_path)],
+            "model-file": ["--prompts", str(prompts), "--model", str(prompts)],
+            "too-many-chars": ["--prompts", bad_file(tmp_path, "chars", json.dumps({"prompt": "x" * 40_000}) + "\n")]}[case]
     if "--method" not in args:
         args = ["--method", "chain", *args]
     code, err = run_main(generate.main, args, capsys)
@@ -110,3 +126,42 @@ def test_summarize_reads_generate_outputs(prompts, tmp_path, capsys):
     assert float(chain[2]) >= 1.0 and float(chain[3]) > 0
     code, err = run_main(summarize.main, [str(tmp_path / "missing.jsonl")], capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_a_gpu_says_so_in_one_line(prompts, capsys):
+    code, err = run_main(generate.main, ["--method", "ar", "--prompts", str(prompts), "--device", "cuda"], capsys)
+    assert code == 2 and "cuda requested but not available" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_failing_prompt_writes_an_error_line_and_the_others_still_run(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "three.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "prompt": p}) + "\n"
+                            for i, p in enumerate(["def add(a, b):", "import os", "class A:"])))
+    real = Session.generate
+
+    def generate_or_fail(self):
+        if self.target.tokenizer.decode(self.prompt_ids).endswith("import os"):
+            raise RuntimeError("injected failure\nsecond line of detail")
+        return real(self)
+
+    monkeypatch.setattr(Session, "generate", generate_or_fail)
+    with pytest.raises(SystemExit) as exc:
+        generate.main(["--method", "chain", "--prompts", str(path), "--max-new-tokens", "4"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 1 and len(err.strip().splitlines()) == 1 and "1 of 3 prompts failed" in err
+    rows = [json.loads(line) for line in out.splitlines()]  # every line is whole JSON
+    assert [r["id"] for r in rows] == [0, 1, 2]
+    assert rows[1] == {"id": 1, "method": "chain", "error": "RuntimeError: injected failure"}
+    assert all(len(rows[i]["output_ids"]) == 4 and "error" not in rows[i] for i in (0, 2))
+
+
+def test_N_2000_either_works_or_exits_2_with_one_line(prompts, capsys):
+    try:
+        generate.main(["--method", "talon", "--prompts", str(prompts), "--max-new-tokens", "4", "--N", "2000"])
+    except SystemExit as exc:
+        err = capsys.readouterr().err
+        assert exc.code == 2 and len(err.strip().splitlines()) == 1, err
+        return
+    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert len(rows) == 2 and all("error" not in r and len(r["output_ids"]) == 4 for r in rows)
