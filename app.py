@@ -15,6 +15,7 @@ from ui.examples import default_prompt, example_prompts
 from ui.handlers import (PLAY, apply_preset, export_trace, reset_exit, reset_tree, set_speed, specbound_extras,
                          specbound_replay, specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
+from ui.models import model_box_info
 from ui.run import Run, RunConfig
 from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
 from ui.tune import SWEEPS, symbol
@@ -181,8 +182,7 @@ def build_demo() -> gr.Blocks:
         gr.Markdown("# SpecScope\n" + learn.INTRO)
         with gr.Accordion("Model", open=False):
             with gr.Row():
-                target = gr.Textbox("embedded", label="target model", info="'embedded' or a Hub id of a Llama / "
-                                    "Qwen2 / Qwen3 / Mistral model (loaded only when online)")
+                target = gr.Textbox("embedded", label="target model", info=model_box_info())
                 draft = gr.Textbox("embedded", label="draft model", info="must share the target's tokenizer")
                 load = gr.Button("Load")
             msg = gr.Markdown()

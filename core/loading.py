@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import torch
+from huggingface_hub import constants as hf_constants
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
@@ -46,8 +47,14 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
 
 
 def hub_offline() -> bool:
-    """HF_HUB_OFFLINE as huggingface_hub reads it, but at call time, so setting it later still counts."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+    """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) as huggingface_hub reads them, but at call time. When set,
+    huggingface_hub's own flag is set too: it is read once at import, and even a local_files_only load
+    otherwise fetches a registry from the Hub."""
+    env = (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").strip().upper()
+    offline = env in {"1", "ON", "YES", "TRUE"}
+    if offline:
+        hf_constants.HF_HUB_OFFLINE = True
+    return offline
 
 
 def _source(name: str) -> tuple[str, bool]:

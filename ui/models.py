@@ -1,21 +1,103 @@
-"""Which models a visitor may pick: the embedded default, or a Hub id of a supported family (loaded
-only when online). Local paths typed into the page are refused; operators can point the embedded
-choice elsewhere with SPECSCOPE_TARGET / SPECSCOPE_DRAFT."""
+"""Which models a visitor may pick, decided by the operator: the embedded default always; Hub ids only
+when SPECSCOPE_ALLOW_HUB allows them (default: on for a loopback bind, off for any other address, so a
+public server never opens a connection on a visitor's word), only ids on the allow-list, and only up to a
+size cap. Local paths typed into the page are refused; operators point the embedded choice elsewhere with
+SPECSCOPE_TARGET / SPECSCOPE_DRAFT. Every check here runs before anything touches the network."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
+from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, load_model
 from core.model import CausalLM
 
 EMBEDDED = "embedded"
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Small models of the supported families, in pairs that share a tokenizer (a target and its draft).
+DEFAULT_ALLOW = ("Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B")
+DEFAULT_MAX_MB = 4000
+TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def device() -> str:
     return os.environ.get("SPECSCOPE_DEVICE", "auto")
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and 'localhost'; anything else (0.0.0.0, a LAN or public address) may be reached by others."""
+    host = (host or "").strip().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class HubPolicy:
+    enabled: bool
+    allow: tuple[str, ...]  # ("*",) = any id of a supported family
+    max_mb: int
+    why: str  # how `enabled` was decided, for the page and the logs
+
+    def allows(self, name: str) -> bool:
+        return "*" in self.allow or name in self.allow
+
+
+def hub_policy() -> HubPolicy:
+    """Read at every call, so an operator's environment is the only source of truth."""
+    flag = os.environ.get("SPECSCOPE_ALLOW_HUB", "").strip().lower()
+    bind = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
+    if flag in TRUE:
+        enabled, why = True, "SPECSCOPE_ALLOW_HUB is on"
+    elif flag in FALSE:
+        enabled, why = False, "SPECSCOPE_ALLOW_HUB is off"
+    elif is_loopback(bind):
+        enabled, why = True, f"the server binds to {bind} (loopback)"
+    else:
+        enabled, why = False, f"the server binds to {bind} (not loopback); set SPECSCOPE_ALLOW_HUB=1 to allow"
+    allow_env = os.environ.get("SPECSCOPE_HUB_MODELS", "").strip()
+    allow = tuple(x.strip() for x in allow_env.split(",") if x.strip()) if allow_env else DEFAULT_ALLOW
+    mb = os.environ.get("SPECSCOPE_HUB_MAX_MB", "").strip()
+    return HubPolicy(enabled, allow, int(mb) if mb.isdigit() else DEFAULT_MAX_MB, why)
+
+
+def model_box_info() -> str:
+    """What the page says it may load (shown under the model box)."""
+    p = hub_policy()
+    if not p.enabled:
+        return f"'embedded' only: Hub models are off on this server ({p.why})"
+    ids = "any Llama / Qwen2 / Qwen3 / Mistral id" if "*" in p.allow else ", ".join(p.allow)
+    offline = "; HF_HUB_OFFLINE is set, so only models already in the local cache" if hub_offline() else ""
+    return f"'embedded' or a Hub id: {ids} (safetensors up to {p.max_mb:,} MB){offline}"
+
+
+def hub_size_mb(name: str) -> float:
+    """Total size of the repository's safetensors files, asked of the Hub before anything is downloaded."""
+    from huggingface_hub import HfApi  # imported here: only an enabled, allowed, online load gets this far
+
+    info = HfApi().model_info(name, files_metadata=True, timeout=10)
+    return sum((s.size or 0) for s in info.siblings or [] if s.rfilename.endswith(".safetensors")) / 1e6
+
+
+def check_hub(name: str, policy: HubPolicy) -> None:
+    """Raises ValueError unless the operator allows visitors to load this Hub id."""
+    if not policy.enabled:
+        raise ValueError(f"'{name}': loading Hub models is off on this server ({policy.why}); use 'embedded'")
+    if not policy.allows(name):
+        raise ValueError(f"'{name}' is not on this server's list of models: {', '.join(policy.allow)}")
+    if hub_offline():
+        return  # load_model reads the local cache only, and fails in one line when it is not there
+    try:
+        mb = hub_size_mb(name)
+    except Exception as exc:  # noqa: BLE001 - any failure to learn the size refuses the load
+        raise ValueError(f"'{name}': could not read its size from the Hub ({type(exc).__name__})") from None
+    if mb > policy.max_mb:
+        raise ValueError(f"'{name}' is {mb:,.0f} MB of weights; this server loads at most {policy.max_mb:,} MB")
 
 
 def resolve(name: str, role: str) -> str:
@@ -26,6 +108,7 @@ def resolve(name: str, role: str) -> str:
         return os.environ.get(env, DEFAULT_TARGET if role == "target" else DEFAULT_DRAFT)
     if not HUB_ID.match(name) or ".." in name or Path(name).expanduser().exists():
         raise ValueError(f"'{name}' is not a Hub id like 'Qwen/Qwen2.5-0.5B'; local paths cannot be loaded from the page")
+    check_hub(name, hub_policy())
     return name
 
 
