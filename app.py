@@ -15,6 +15,7 @@ from ui.examples import default_prompt, example_prompts
 from ui.handlers import (PLAY, apply_preset, export_trace, reset_exit, reset_tree, set_speed, specbound_extras,
                          specbound_replay, specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
+from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import model_box_info
 from ui.run import Run, RunConfig
 from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
@@ -26,6 +27,11 @@ MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation
 THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS)  # plain names: nothing fetched from outside
 ENGINE = "engine"  # one concurrency group for everything that runs the models
 CONCURRENCY = int(os.environ.get("SPECSCOPE_CONCURRENCY", "2"))
+
+
+def run_state() -> gr.State:
+    """A visitor's Run: kept SPECSCOPE_STATE_TTL_S after its last update; its caches are freed when it goes."""
+    return gr.State(None, time_to_live=state_ttl_s(), delete_callback=CACHES.forget)
 
 
 def knob_input(k: Knob):
@@ -89,7 +95,7 @@ def export_block(state, api_name: str) -> None:
 
 
 def talon_tab(models: list) -> None:
-    state = gr.State(None)
+    state = run_state()
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             prompt = controls("talon-prompt")
@@ -119,7 +125,7 @@ def talon_tab(models: list) -> None:
 
 
 def specbound_tab(models: list) -> None:
-    state = gr.State(None)
+    state = run_state()
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             prompt = controls("specbound-prompt")
@@ -178,7 +184,7 @@ def tune_tab(models: list) -> None:
 
 def build_demo() -> gr.Blocks:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline by default: no pings from the server
-    with gr.Blocks(title="SpecScope") as demo:
+    with gr.Blocks(title="SpecScope", delete_cache=(600, 3600)) as demo:  # Gradio's copies of exports: 1 h
         gr.Markdown("# SpecScope\n" + learn.INTRO)
         with gr.Accordion("Model", open=False):
             with gr.Row():
@@ -215,7 +221,8 @@ def main() -> None:
     demo = build_demo()
     threading.Thread(target=warm_up, daemon=True).start()
     demo.launch(theme=THEME, css=CSS, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=False)
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=False,
+                state_session_capacity=state_capacity())
 
 
 if __name__ == "__main__":

@@ -80,9 +80,11 @@ def test_the_size_cap_refuses_a_large_repository(monkeypatch, public_bind):
     monkeypatch.setenv("SPECSCOPE_ALLOW_HUB", "1")
     monkeypatch.setenv("SPECSCOPE_HUB_MODELS", "someone/huge-model")
     monkeypatch.setenv("SPECSCOPE_HUB_MAX_MB", "500")
+    monkeypatch.setattr(models, "hub_reachable", lambda: True)
     monkeypatch.setattr(models, "hub_size_mb", lambda name: 14_000.0)
+    assert models.resolve("someone/huge-model", "target") == "someone/huge-model"  # allowed by name
     with pytest.raises(ValueError, match="14,000 MB.*at most 500 MB"):
-        models.resolve("someone/huge-model", "target")
+        models.get_models("someone/huge-model", "embedded", needs_draft=False)
 
 
 def test_hf_hub_offline_is_honoured_when_loading(monkeypatch, public_bind, no_network):
@@ -101,3 +103,76 @@ def test_hf_hub_offline_is_honoured_when_loading(monkeypatch, public_bind, no_ne
 def test_the_embedded_models_load_with_the_network_off(public_bind, no_network):
     assert "Loaded target 'embedded'" in load_models("embedded", "embedded")
     assert no_network == []
+
+
+def small_run(prompt: str):
+    from ui.run import Run, RunConfig
+    knobs = (("N", 8), ("K", 4), ("mu", 0.05), ("k_init", 1))
+    return Run.start(RunConfig("talon", prompt, knobs, max_new_tokens=24))
+
+
+def has_caches(run) -> bool:
+    return run.session.tcache is not None
+
+
+def test_only_recently_stepped_sessions_keep_caches_and_evicted_ones_continue_exactly(monkeypatch, heldout_prompts):
+    monkeypatch.setenv("SPECSCOPE_CACHED_SESSIONS", "2")
+    a, b, c = (small_run(p) for p in heldout_prompts[:3])
+    for run in (a, b, c):
+        run.step()
+    assert not has_caches(a) and has_caches(b) and has_caches(c)
+    a.step()  # rebuilt from a's committed text; now b is the least recently stepped
+    a.step()
+    assert has_caches(a) and not has_caches(b) and has_caches(c)
+    monkeypatch.setenv("SPECSCOPE_CACHED_SESSIONS", "100")
+    alone = small_run(heldout_prompts[0])
+    for _ in range(3):
+        alone.step()
+    assert a.session.ids == alone.session.ids
+    assert [t.tau for t in a.traces] == [t.tau for t in alone.traces]
+
+
+def test_a_stepping_session_is_never_evicted_and_forget_frees_caches(monkeypatch, heldout_prompts):
+    from ui.limits import CACHES
+    monkeypatch.setenv("SPECSCOPE_CACHED_SESSIONS", "1")
+    a, b = small_run(heldout_prompts[0]), small_run(heldout_prompts[1])
+    a.step()
+    with a.lock:  # as if a were in the middle of a step in another thread
+        b.step()
+        assert has_caches(a) and has_caches(b)
+    CACHES.forget(b)
+    assert not has_caches(b)
+    CACHES.forget(None)
+
+
+def test_a_huge_prompt_is_refused_before_tokenizing(monkeypatch):
+    from ui.handlers import talon_step
+    from core.model import CausalLM
+    calls = []
+    monkeypatch.setattr(CausalLM, "tokenizer", property(lambda self: calls.append(1)), raising=False)
+    with pytest.raises(gr.Error, match="characters"):
+        talon_step(None, "x = 1\n" * 1_000_000, 8, 4, 0.05, 1, 0.0, 0, 4)
+    assert calls == []
+
+
+def test_export_files_are_pruned(monkeypatch):
+    import os
+    from ui.tempfiles import export_dir, prune, write_export
+    monkeypatch.setenv("SPECSCOPE_EXPORT_TTL_S", "3600")
+    first = write_export({"n": 1})
+    assert os.path.dirname(first) == str(export_dir())
+    old = os.path.getmtime(first) - 7200
+    os.utime(first, (old, old))
+    second = write_export({"n": 2})  # prunes this process's exports older than the time-to-live
+    assert not os.path.exists(first) and os.path.exists(second)
+    assert prune(export_dir(), 0, now=os.path.getmtime(second) + 1) == 1 and not os.path.exists(second)
+
+
+def test_page_state_has_a_time_to_live_and_frees_caches(monkeypatch):
+    import app
+    from ui.limits import CACHES
+    monkeypatch.setenv("SPECSCOPE_STATE_TTL_S", "120")
+    demo = app.build_demo()
+    states = [b for b in demo.blocks.values() if isinstance(b, gr.State)]
+    assert len(states) >= 2
+    assert all(s.time_to_live == 120 and s.delete_callback == CACHES.forget for s in states)

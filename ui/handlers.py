@@ -3,9 +3,7 @@ runs and runs into view outputs. Bad input becomes gr.Error/gr.Warning; the sess
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import tempfile
 
 import gradio as gr
 
@@ -13,6 +11,7 @@ from core.engine import SessionError
 from ui.gpu import gpu
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
 from ui.run import Run, RunConfig
+from ui.tempfiles import write_export
 from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
 
 log = logging.getLogger("specscope")
@@ -187,6 +186,4 @@ def export_trace(run: Run | None) -> tuple:
     if run is None or not run.traces:
         raise SessionError("nothing to export yet: press Step first")
     data = run.export()
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="specscope-trace-", delete=False) as f:
-        json.dump(data, f, ensure_ascii=False)
-    return f.name, data
+    return write_export(data), data

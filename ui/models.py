@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, load_model
+from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 from core.model import CausalLM
 
 EMBEDDED = "embedded"
@@ -85,13 +85,18 @@ def hub_size_mb(name: str) -> float:
 
 
 def check_hub(name: str, policy: HubPolicy) -> None:
-    """Raises ValueError unless the operator allows visitors to load this Hub id."""
+    """Raises ValueError unless the operator allows visitors to load this Hub id (no network involved)."""
     if not policy.enabled:
         raise ValueError(f"'{name}': loading Hub models is off on this server ({policy.why}); use 'embedded'")
     if not policy.allows(name):
         raise ValueError(f"'{name}' is not on this server's list of models: {', '.join(policy.allow)}")
-    if hub_offline():
-        return  # load_model reads the local cache only, and fails in one line when it is not there
+
+
+def check_size(name: str, policy: HubPolicy) -> None:
+    """Raises ValueError when the Hub says the repository's weights exceed the cap, or cannot say. Offline or
+    unreachable, load_model can only read the local cache, so nothing would be downloaded."""
+    if hub_offline() or not hub_reachable():
+        return
     try:
         mb = hub_size_mb(name)
     except Exception as exc:  # noqa: BLE001 - any failure to learn the size refuses the load
@@ -116,6 +121,9 @@ def get_models(target_name: str, draft_name: str, needs_draft: bool) -> tuple[Ca
     """Shared read-only weights (load_model caches them); raises ValueError with a one-line reason."""
     target_src = resolve(target_name, "target")
     draft_src = resolve(draft_name, "draft") if needs_draft else None
+    for typed, src in ((target_name, target_src), (draft_name, draft_src)):
+        if src is not None and (typed or "").strip() not in ("", EMBEDDED):  # a visitor's Hub id, not the operator's
+            check_size(src, hub_policy())
     try:
         target = load_model(target_src, device())  # load_model serialises loads itself
         draft = load_model(draft_src, device()) if draft_src else None

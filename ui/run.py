@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 
 from core.engine import Session, SessionError
 from core.methods import build_method
+from core.prompts import check_prompt_chars
 from core.sampling import SamplingConfig
 from core.trace import StepTrace
+from ui.limits import CACHES, prompt_char_limit
 from ui.models import get_models
 from viz.stats import Baseline, RunStats, run_stats
 
@@ -27,6 +29,9 @@ class RunConfig:
     max_new_tokens: int = 64
     target: str = "embedded"
     draft: str = "embedded"
+
+    def __post_init__(self) -> None:
+        check_prompt_chars(self.prompt, prompt_char_limit())  # before any tokenizer sees it
 
     @property
     def sampling(self) -> SamplingConfig:
@@ -100,6 +105,7 @@ class Run:
             t0 = time.perf_counter()
             trace = self.session.step()
             self.step_ms.append((time.perf_counter() - t0) * 1000)
+            CACHES.touch(self)  # only recently stepped runs keep caches; others rebuild on their next step
             self.prefixes.append(prefix)
             return trace
         finally:
