@@ -1,17 +1,41 @@
+"""Shared fixtures. SPECSCOPE_TEST_DEVICE / SPECSCOPE_TEST_DTYPE (default cpu / auto = fp32 on CPU) move the
+embedded and tiny test models to another device or precision, and SPECSCOPE_TEST_EPS sets the near-tie
+threshold of the greedy equivalence checks: scripts/device_check.sh runs the same tests on CUDA this way."""
+import os
+
 import pytest
 
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, load_model
+import tests.equivalence
+import tests.tiny_models
+from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, load_model, pick_dtype
+from core.model import CausalLM
 from core.prompts import ASSET_PROMPTS, read_prompts
+from core.train_utils import pick_device
+
+TEST_DEVICE = os.environ.get("SPECSCOPE_TEST_DEVICE", "cpu")
+TEST_DTYPE = os.environ.get("SPECSCOPE_TEST_DTYPE", "auto")
+if os.environ.get("SPECSCOPE_TEST_EPS"):
+    tests.equivalence.EPS = float(os.environ["SPECSCOPE_TEST_EPS"])
+
+if (TEST_DEVICE, TEST_DTYPE) != ("cpu", "auto"):  # before any test module imports tiny_lm
+    _tiny_lm = tests.tiny_models.tiny_lm
+
+    def _tiny_lm_on_device(*args, **kwargs) -> CausalLM:
+        lm = _tiny_lm(*args, **kwargs)
+        dev = pick_device(TEST_DEVICE)
+        return CausalLM(lm.hf.to(device=dev, dtype=pick_dtype(TEST_DTYPE, dev)), lm.tokenizer, lm.name)
+
+    tests.tiny_models.tiny_lm = _tiny_lm_on_device
 
 
 @pytest.fixture(scope="session")
 def target():
-    return load_model(DEFAULT_TARGET, "cpu")
+    return load_model(DEFAULT_TARGET, TEST_DEVICE, TEST_DTYPE)
 
 
 @pytest.fixture(scope="session")
 def draft():
-    return load_model(DEFAULT_DRAFT, "cpu")
+    return load_model(DEFAULT_DRAFT, TEST_DEVICE, TEST_DTYPE)
 
 
 @pytest.fixture(scope="session")
