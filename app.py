@@ -12,7 +12,7 @@ import gradio as gr
 
 from ui import learn
 from ui.examples import default_prompt, example_prompts
-from ui.handlers import (PLAY, apply_preset, export_trace, reset_exit, reset_tree, set_speed, specbound_extras,
+from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit, reset_tree, set_speed, specbound_extras,
                          specbound_replay, specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
@@ -40,14 +40,16 @@ def knob_input(k: Knob):
     return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.label, info=k.info)
 
 
-def outcomes_block() -> list:
+def outcomes_block(state, prefix: str) -> list:
     """Text, τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view."""
     gr.Markdown("### Outcomes")
     text = gr.HTML(elem_classes="ss-outcome-text")
     with gr.Row():
         timeline = gr.Plot(label="τ and δ per step")
         scatter = gr.Plot(label="(δ, τ) vs Oracle")
-    stats = gr.HTML()
+    stats = gr.HTML(elem_id=f"{prefix}-stats")
+    again = gr.Button("Re-measure the AR baseline", size="sm", elem_id=f"{prefix}-remeasure")
+    again.click(remeasure, [state], [stats], api_name=f"{prefix}_remeasure", concurrency_id=ENGINE)
     with gr.Accordion("Learn: is it faster, and is it exact?", open=False):
         gr.Markdown(learn.SPEEDUP + "\n\n" + learn.LOSSLESS)
     return [text, timeline, scatter, stats]
@@ -113,7 +115,7 @@ def talon_tab(models: list) -> None:
                 static = gr.Plot(label="static EAGLE-style tree", elem_id="static-tree")
             budget, levels = gr.HTML(), gr.HTML()
             replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="talon-replay")
-            outs = outcomes_block()
+            outs = outcomes_block(state, "talon")
             trace = gr.JSON(label="this step's trace", open=False)
             export_block(state, "export_talon")
     inputs = [state, prompt, *knobs, *sampling, *models, show_pruned]
@@ -140,7 +142,7 @@ def specbound_tab(models: list) -> None:
             bars = gr.Plot(label="exit depth per drafted token")
             why = gr.HTML()
             replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False)
-            outs = outcomes_block()
+            outs = outcomes_block(state, "specbound")
             trace = gr.JSON(label="this step's trace", open=False)
             export_block(state, "export_specbound")
     inputs = [state, prompt, *knobs, *sampling, models[0], annealed]

@@ -1,6 +1,7 @@
 """Handlers called directly (no server): step / play / reset / replay, the static side-by-side, bad input
 that must give a clear message and keep the session usable, export, the model box, Compare and Tune."""
 import json
+import re
 
 import gradio as gr
 import pytest
@@ -150,10 +151,30 @@ def test_model_box_accepts_embedded_and_hub_ids():
     assert resolve("Qwen/Qwen2.5-0.5B", "target") == "Qwen/Qwen2.5-0.5B"
 
 
+def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():
+    from ui.baseline import BASELINES
+    run = step(step(None)[0])[0]
+    h.talon_extras(run, True, False)
+    assert len(run.base.token_ms) == len(run.session.output_ids) > 0  # AR timed over the run's positions
+    assert run.base.output_ids == run.session.output_ids  # greedy: AR is the same text
+    other = step(None, prompt="import os\n")[0]
+    h.talon_extras(other, True, False)
+    assert other.base.output_ids == other.session.output_ids != run.session.output_ids  # its own prompt's AR
+    c = run.config
+    kept = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens)
+    html = h.remeasure(run)
+    assert BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens) is not kept  # timed anew
+    assert "measured speed-up over AR" in html and "noisy" in html
+    with pytest.raises(gr.Error, match="press Step first"):
+        h.remeasure(None)
+
+
 def test_compare_runs_every_method():
     rows, fig = run_compare(PROMPT, 8, 0.0)
     assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "specbound"]
-    assert all(r[5] in ("✓", "—") for r in rows)
+    assert rows[0][4] == "1.00×" and rows[0][5] == "reference"  # AR over itself, by construction
+    assert all(r[5] == "✓" for r in rows[1:] if r[4] != "—")
+    assert all(re.fullmatch(r"\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d\)", r[4]) for r in rows[1:] if r[4] != "—")
     assert fig.data
 
 

@@ -149,22 +149,44 @@ def test_text_marks_bonus_tokens_and_escapes():
     assert html.count("ss-bonus") == 1 and html.count("ss-draft") == 1
 
 
-def test_stats_mat_delta_R_and_speedup():
+def test_stats_mat_delta_R_and_speedup_over_the_same_positions():
     traces = [talon_example(0), chain_of(4)]  # τ 2 and 5, δ 2 and 4, draft ms 2 and 0
-    base = Baseline(list(range(7)), wall_s=0.7, ms_per_forward=4.0)
-    s = run_stats(traces, [100.0, 100.0], list(range(7)), True, base, finished=True)
+    base = Baseline(list(range(7)), [50.0] * 7, done=True)  # AR: 50 ms per position
+    s = run_stats(traces, [50.0, 150.0], list(range(7)), True, base, finished=True)
     assert s.mat == 3.5 and s.mean_delta == 3.0
-    assert s.c == pytest.approx((2.0 / 6) / 4.0)
+    assert s.c == pytest.approx((2.0 / 6) / 50.0)
     assert s.R == pytest.approx(3.5 / (1 + s.c * 3.0))
-    assert s.tok_s == pytest.approx(35.0) and s.speedup == pytest.approx(3.5)
+    assert s.tok_s == pytest.approx(35.0)
+    assert s.speedup == pytest.approx(350 / 200) and s.spread.positions == 7
     assert s.lossless is True
-    assert "plain decoding ✓" in stats_html(s)
+    html = stats_html(s)
+    assert "plain decoding ✓" in html and "1.75×" in html and "noisy" in html
+
+
+def test_speedup_uses_only_positions_ar_has_timed_and_a_prefill_is_taken_out():
+    base = Baseline([1, 2, 3], [10.0, 10.0, 10.0])  # AR has timed 3 positions so far
+    s = run_stats([chain_of(1), chain_of(1), chain_of(1)], [530.0, 10.0, 10.0], [1, 2, 3, 4, 5, 6], True, base,
+                  prefill_ms=500.0)
+    assert s.spread.positions == 2 and s.speedup == pytest.approx(20 / 30)  # τ = 2 each: only step 1 is covered
+    assert s.lossless is None  # AR has not reached the run's last token yet
+
+
+def test_speedup_spread_resamples_steps():
+    from viz.stats import measured_speedup
+    base = Baseline(list(range(6)), [10.0] * 6)
+    sp = measured_speedup([1] * 6, [5.0, 5.0, 5.0, 20.0, 20.0, 20.0], base)
+    assert sp.value == pytest.approx(60 / 75)
+    assert sp.lo < sp.value < sp.hi
+    assert measured_speedup([1, 1], [5.0, 5.0], base).lo is None  # too few steps for a range
+    ar_over_itself = measured_speedup([1] * 6, [10.0] * 6, base)
+    assert ar_over_itself.value == 1.0 and ar_over_itself.lo == ar_over_itself.hi == 1.0
 
 
 def test_lossless_check_finds_the_first_difference():
-    base = Baseline([1, 2, 3, 4], 1.0, 1.0)
+    base = Baseline([1, 2, 3, 4], [1.0] * 4, done=True)
     assert lossless_check([1, 2, 9], base, True, False) == (False, "differs from plain decoding at output token 3")
     assert lossless_check([1, 2], base, True, False)[0] is True
+    assert lossless_check([1, 2], base, True, True)[0] is False  # the run stopped where AR went on
     assert lossless_check([1, 2], base, False, False)[0] is None
     assert "✗" in stats_html(run_stats([chain_of(1)], [1.0], [9, 9], True, base))
 

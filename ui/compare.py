@@ -1,14 +1,16 @@
-"""Compare tab: one prompt through AR, chain, static, TALON and SpecBound, each to the end, measured in
-one go so the speed-ups share one AR baseline."""
+"""Compare tab: one prompt through AR, chain, static, TALON and SpecBound, each to the end. Plain AR is
+timed immediately before and again after the other methods and averaged per output position; that
+average *is* the AR row (so AR over itself is exactly 1.00×), and each method's speed-up is AR's time
+over its own for the same positions, with the range given by the before and after passes alone."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from core.engine import Session
+from ui.baseline import full_ar_pass, merged, timed_step
 from ui.models import get_models
-from ui.run import RunConfig, baseline_for, build
-from viz.stats import run_stats
+from ui.run import RunConfig, build
+from viz.stats import Baseline, measured_speedup, run_stats
 
 COMPARE_METHODS = ("ar", "chain", "static", "talon", "specbound")
 
@@ -23,14 +25,36 @@ class CompareRow:
     speedup: float | None
     lossless: str
     note: str = ""
+    lo: float | None = None  # speed-up against the AR pass before / after alone (the spread)
+    hi: float | None = None
+
+    def speedup_text(self) -> str:
+        if self.speedup is None:
+            return "—"
+        if self.lo is None:
+            return f"{self.speedup:.2f}×"
+        return f"{self.speedup:.2f}× ({self.lo:.2f}–{self.hi:.2f})"
 
     def as_row(self) -> list:
         f = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
         return [self.method, f(self.mat, ".2f"), f(self.mean_delta, ".2f"), f(self.tok_s, ".1f"),
-                f(self.speedup, ".2f"), self.lossless, self.note or self.text]
+                self.speedup_text(), self.lossless, self.note or self.text]
 
 
-def run_method(method: str, knobs: dict, cfg: RunConfig) -> CompareRow:
+def ar_row(base: Baseline, text: str) -> CompareRow:
+    """The baseline itself: τ = 1, δ = 0, and a speed-up of exactly 1 by definition."""
+    return CompareRow("ar", text, 1.0, 0.0, base.tok_s, 1.0, "reference", note="")
+
+
+@dataclass
+class Finished:
+    """One method run to the end, timed step by step, waiting for the AR passes around it."""
+    method: str
+    session: Session
+    step_ms: list[float]
+
+
+def run_method(method: str, knobs: dict, cfg: RunConfig) -> Finished | CompareRow:
     """Generate to the end with one method; a method missing from this build gives a row saying so."""
     try:
         m = build(method, knobs)
@@ -40,20 +64,40 @@ def run_method(method: str, knobs: dict, cfg: RunConfig) -> CompareRow:
     s = Session(target, m, cfg.prompt, cfg.sampling, cfg.max_new_tokens, draft)
     step_ms = []
     while not s.done:
-        t0 = time.perf_counter()
-        s.step()
-        step_ms.append((time.perf_counter() - t0) * 1000)
-    base = baseline_for(cfg.target, cfg.prompt, cfg.temperature, cfg.seed, cfg.max_new_tokens)
-    st = run_stats(s.traces, step_ms, s.output_ids, cfg.sampling.greedy, base, True, s.prefill_ms)
+        step_ms.append(timed_step(s))
+    return Finished(method, s, step_ms)
+
+
+def method_row(f: Finished, base: Baseline, passes: tuple[Baseline, Baseline]) -> CompareRow:
+    s = f.session
+    st = run_stats(s.traces, f.step_ms, s.output_ids, s.sampling.greedy, base, True)
+    taus = [t.tau for t in s.traces]
+    ends = [measured_speedup(taus, f.step_ms, p) for p in passes]
+    lo = hi = None
+    if all(e is not None for e in ends):
+        lo, hi = min(e.value for e in ends), max(e.value for e in ends)
     check = "n/a (sampling)" if st.lossless is None else "✓" if st.lossless else "✗"
-    return CompareRow(method, target.tokenizer.decode(s.output_ids), st.mat, st.mean_delta, st.tok_s,
-                      st.speedup, check)
+    return CompareRow(f.method, s.target.tokenizer.decode(s.output_ids), st.mat, st.mean_delta, st.tok_s,
+                      st.speedup, check, lo=lo, hi=hi)
 
 
 def compare(cfg: RunConfig, knobs: dict, progress=None) -> list[CompareRow]:
-    rows = []
-    for i, method in enumerate(COMPARE_METHODS):
+    others = [m for m in COMPARE_METHODS if m != "ar"]
+    total = len(others) + 2
+
+    def tell(i: int, what: str) -> None:
         if progress is not None:
-            progress((i, len(COMPARE_METHODS)), desc=f"running {method}")
-        rows.append(run_method(method, knobs, cfg))
-    return rows
+            progress((i, total), desc=what)
+
+    tell(0, "timing plain AR (before the methods)")
+    before = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens)
+    done = []
+    for i, method in enumerate(others):
+        tell(i + 1, f"running {method}")
+        done.append(run_method(method, knobs, cfg))
+    tell(total - 1, "timing plain AR (after the methods)")
+    after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens)
+    base = merged(before, after)
+    target, _ = get_models(cfg.target, cfg.draft, False)
+    rows = [ar_row(base, target.tokenizer.decode(base.output_ids))]
+    return rows + [f if isinstance(f, CompareRow) else method_row(f, base, (before, after)) for f in done]

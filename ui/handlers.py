@@ -13,6 +13,7 @@ from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, vali
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
 from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
+from viz.html import stats_html
 
 log = logging.getLogger("specscope")
 
@@ -131,6 +132,17 @@ def specbound_extras(run: Run | None, annealed=True) -> str:
         return exit_view(None, None).outcomes.stats
     run.baseline()
     return exit_view(run, None, annealed).outcomes.stats
+
+
+@gpu
+@friendly
+def remeasure(run: Run | None) -> str:
+    """Throw this prompt's AR timings away and time AR again over the run's positions (the machine's load
+    may have changed); returns the redrawn stats panel."""
+    if run is None or not run.traces:
+        raise SessionError("nothing to compare yet: press Step first")
+    run.baseline(fresh=True)
+    return stats_html(run.stats())
 
 
 @friendly

@@ -3,9 +3,7 @@ plain traces it produced, step timings, the prefix before each step (for the sta
 the AR baseline. gr.State holds the Run object itself; Gradio stores returned state without copying."""
 from __future__ import annotations
 
-import functools
 import threading
-import time
 from dataclasses import dataclass, field
 
 from core.engine import Session, SessionError
@@ -13,6 +11,7 @@ from core.methods import build_method
 from core.prompts import check_prompt_chars
 from core.sampling import SamplingConfig
 from core.trace import StepTrace
+from ui.baseline import BASELINES, timed_step
 from ui.limits import CACHES, prompt_char_limit
 from ui.models import get_models
 from viz.stats import Baseline, RunStats, run_stats
@@ -56,18 +55,6 @@ def new_session(cfg: RunConfig, prompt: str | list[int] | None = None, method: s
     return Session(target, m, cfg.prompt if prompt is None else prompt, cfg.sampling, cfg.max_new_tokens, draft)
 
 
-@functools.lru_cache(maxsize=64)
-def baseline_for(target: str, prompt: str, temperature: float, seed: int, max_new_tokens: int) -> Baseline:
-    """Plain AR decoding of the prompt, timed once per (model, prompt, sampling, length) and shared."""
-    cfg = RunConfig("ar", prompt, (), temperature, seed, max_new_tokens, target)
-    s = new_session(cfg)
-    t0 = time.perf_counter()
-    res = s.generate()
-    wall = time.perf_counter() - t0 - s.prefill_ms / 1000
-    per_forward = sum(t.verify_ms for t in res.traces) / max(1, len(res.traces))
-    return Baseline(list(res.output_ids), wall, per_forward)
-
-
 @dataclass
 class Run:
     config: RunConfig
@@ -75,7 +62,7 @@ class Run:
     step_ms: list[float] = field(default_factory=list)
     prefixes: list[list[int]] = field(default_factory=list)  # committed ids before each step
     shadows: dict[int, StepTrace] = field(default_factory=dict)  # step -> static tree from the same prefix
-    base: Baseline | None = None  # the AR baseline, once computed (after the first step, off the Step path)
+    base: Baseline | None = None  # AR timed over this run's positions (after each step, off the Step path)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -94,17 +81,16 @@ class Run:
         return self.session.done
 
     def prompt_text(self) -> str:
-        return self.session.target.tokenizer.decode(self.session.prompt_ids)
+        return self.session.target.tokenizer.decode(self.session.prompt_ids, skip_special_tokens=True)
 
     def step(self) -> StepTrace:
-        """One engine step, timed around the call (what the stats' tokens/s use)."""
+        """One engine step, timed around the call like the AR baseline's steps, any prefill taken out."""
         if not self.lock.acquire(blocking=False):
             raise SessionError("a step is already running for this session")
         try:
             prefix = list(self.session.ids)
-            t0 = time.perf_counter()
-            trace = self.session.step()
-            self.step_ms.append((time.perf_counter() - t0) * 1000)
+            self.step_ms.append(timed_step(self.session))
+            trace = self.session.traces[-1]
             CACHES.touch(self)  # only recently stepped runs keep caches; others rebuild on their next step
             self.prefixes.append(prefix)
             return trace
@@ -123,15 +109,17 @@ class Run:
         self.shadows[index] = new_session(shadow_cfg, prompt=prefix).step()
         return self.shadows[index]
 
-    def baseline(self) -> Baseline:
-        if self.base is None:
-            c = self.config
-            self.base = baseline_for(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens)
+    def baseline(self, fresh: bool = False) -> Baseline:
+        """AR timed over the positions this run has committed (one past its end once it has finished, to
+        see whether AR stops there too), for this prompt, model and sampling; `fresh` measures anew."""
+        c = self.config
+        timer = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens, fresh)
+        self.base = timer.advance(len(self.session.output_ids) + (1 if self.done else 0))
         return self.base
 
     def stats(self) -> RunStats:
         return run_stats(self.traces, self.step_ms, self.session.output_ids, self.config.sampling.greedy,
-                         self.base, self.done, self.session.prefill_ms)
+                         self.base, self.done)
 
     def export(self) -> dict:
         """The whole run as JSON-ready data: config, text, every step's trace and the static shadows."""

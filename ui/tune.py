@@ -1,14 +1,16 @@
-"""Tune tab: a grid sweep of two knobs over a few prompts, scored by MAT and measured speed-up over AR
-(tokens and seconds pooled over the prompts, one shared AR baseline per prompt)."""
+"""Tune tab: a grid sweep of two knobs over a few prompts, scored by MAT and measured speed-up over AR.
+Plain AR of each prompt is timed before and after the grid (averaged per position, as in Compare); a
+cell's speed-up is AR's time over the cell's time for the same output positions, pooled over prompts."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from core.engine import Session
+from ui.baseline import full_ar_pass, merged, timed_step
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
 from ui.models import get_models
-from ui.run import RunConfig, baseline_for, build
+from ui.run import RunConfig, build
+from viz.stats import Baseline
 
 MAX_CELLS = 25
 SWEEPS = {
@@ -47,21 +49,42 @@ def parse_values(text: str, name: str) -> list[float]:
     return [validate([spec], {name: p.strip()})[name] for p in parts]
 
 
-def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig) -> tuple[float, float]:
-    """(MAT, speed-up) pooled over prompts."""
+@dataclass
+class Cell:
+    """One grid cell: per prompt, each step's τ and decoding ms (prefill out)."""
+    tokens: int
+    steps: int
+    runs: list[tuple[list[int], list[float]]]
+
+    @property
+    def mat(self) -> float:
+        return self.tokens / max(1, self.steps)
+
+    def speedup(self, bases: list[Baseline]) -> float | None:
+        """AR ms over this cell's ms, same positions, pooled over prompts."""
+        ar = ms = 0.0
+        for (taus, step_ms), base in zip(self.runs, bases):
+            n = min(sum(taus), len(base.token_ms))
+            used = 0
+            for tau, t in zip(taus, step_ms):
+                if used + tau > n:
+                    break
+                ar, ms, used = ar + base.ms_for(used, used + tau), ms + t, used + tau
+        return ar / ms if ms > 0 else None
+
+
+def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig) -> Cell:
     m = build(method, knobs)
     target, draft = get_models(cfg.target, cfg.draft, m.needs_draft)
-    tokens = steps = 0
-    secs = base_tokens = base_secs = 0.0
+    cell = Cell(0, 0, [])
     for prompt in prompts:
         s = Session(target, m, prompt, cfg.sampling, cfg.max_new_tokens, draft)
-        t0 = time.perf_counter()
-        res = s.generate()
-        secs += time.perf_counter() - t0 - s.prefill_ms / 1000
-        tokens, steps = tokens + len(res.output_ids), steps + res.steps
-        base = baseline_for(cfg.target, prompt, cfg.temperature, cfg.seed, cfg.max_new_tokens)
-        base_tokens, base_secs = base_tokens + len(base.output_ids), base_secs + base.wall_s
-    return tokens / max(1, steps), (tokens / secs) / (base_tokens / base_secs)
+        step_ms = []
+        while not s.done:
+            step_ms.append(timed_step(s))
+        cell.tokens, cell.steps = cell.tokens + len(s.output_ids), cell.steps + len(s.traces)
+        cell.runs.append(([t.tau for t in s.traces], step_ms))
+    return cell
 
 
 def sweep(kind: str, x_text: str, y_text: str, prompts: list[str], cfg: RunConfig, fixed: dict,
@@ -72,13 +95,24 @@ def sweep(kind: str, x_text: str, y_text: str, prompts: list[str], cfg: RunConfi
     xs, ys = parse_values(x_text, x_name), parse_values(y_text, y_name)
     if len(xs) * len(ys) > MAX_CELLS:
         raise ValueError(f"{len(xs)}×{len(ys)} cells is too many for a shared CPU; keep it to {MAX_CELLS}")
-    mat = [[None] * len(xs) for _ in ys]
-    speed = [[None] * len(xs) for _ in ys]
-    total, done = len(xs) * len(ys), 0
+    total = len(xs) * len(ys) + 2
+
+    def tell(i: int, what: str) -> None:
+        if progress is not None:
+            progress((i, total), desc=what)
+
+    def ar_passes() -> list[Baseline]:
+        return [full_ar_pass(cfg.target, p, cfg.sampling, cfg.max_new_tokens) for p in prompts]
+
+    tell(0, "timing plain AR (before the grid)")
+    before = ar_passes()
+    cells = [[None] * len(xs) for _ in ys]
     for i, y in enumerate(ys):
         for j, x in enumerate(xs):
-            if progress is not None:
-                progress((done, total), desc=f"{x_name}={x:g}, {y_name}={y:g}")
-            mat[i][j], speed[i][j] = measure(method, {**fixed, x_name: x, y_name: y}, prompts, cfg)
-            done += 1
+            tell(1 + i * len(xs) + j, f"{x_name}={x:g}, {y_name}={y:g}")
+            cells[i][j] = measure(method, {**fixed, x_name: x, y_name: y}, prompts, cfg)
+    tell(total - 1, "timing plain AR (after the grid)")
+    bases = [merged(a, b) for a, b in zip(before, ar_passes())]
+    mat = [[c.mat for c in row] for row in cells]
+    speed = [[c.speedup(bases) for c in row] for row in cells]
     return SweepResult(method, x_name, y_name, xs, ys, mat, speed)

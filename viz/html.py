@@ -37,6 +37,20 @@ def _fmt(v: float | None, spec: str = ".2f", suffix: str = "") -> str:
     return "—" if v is None else f"{v:{spec}}{suffix}"
 
 
+NOISE_NOTE = ("Timings come from this machine, which may be shared with other visitors and programs: they are "
+              "noisy, so read the speed-up with its range and re-measure when in doubt.")
+
+
+def speedup_text(s: RunStats) -> str:
+    """'1.23× (1.10–1.35)': the measured speed-up over AR with its 10th–90th percentile range."""
+    sp = s.spread
+    if sp is None:
+        return "—"
+    if sp.lo is None:
+        return f"{sp.value:.2f}×"
+    return f"{sp.value:.2f}× <small>({sp.lo:.2f}–{sp.hi:.2f})</small>"
+
+
 def stats_html(s: RunStats) -> str:
     if s.lossless is None:
         check = f'<span class="ss-na">lossless check: {escape(s.lossless_note)}</span>'
@@ -46,13 +60,21 @@ def stats_html(s: RunStats) -> str:
         check = f'<span class="ss-bad">lossless check: ✗ {escape(s.lossless_note)}</span>'
     rows = [("steps", str(s.steps)), ("tokens", str(s.tokens)), ("MAT (mean τ)", _fmt(s.mat)),
             ("mean δ", _fmt(s.mean_delta)), ("tokens/s", _fmt(s.tok_s, ".1f")), ("c = T_q/T_p", _fmt(s.c, ".3f")),
-            ("modelled R = τ/(1+cδ)", _fmt(s.R, ".2f", "×")), ("measured speed-up over AR", _fmt(s.speedup, ".2f", "×"))]
+            ("modelled R = τ/(1+cδ)", _fmt(s.R, ".2f", "×")), ("measured speed-up over AR", speedup_text(s))]
     cells = "".join(f'<div class="ss-stat"><div class="ss-k">{k}</div><div class="ss-v">{v}</div></div>' for k, v in rows)
+    sp = s.spread
+    if sp is None:
+        how = "Speed-up: waiting for plain AR decoding of this prompt to be timed (it runs after each step)."
+    else:
+        spread = ("" if sp.lo is None else " The range is the 10th–90th percentile over the run's steps "
+                  "resampled with replacement.")
+        how = (f"Speed-up: plain AR decoding's time over this run's time for the same {sp.positions} output "
+               f"positions of this prompt, both timed around each engine step with the prompt's prefill taken "
+               f"out.{spread} {escape(s.base_note)}.")
     notes = (f"<small>tokens/s: committed tokens over the summed wall time of this run's Step calls, the prompt's "
-             f"prefill taken out. Speed-up: that over plain AR decoding of the same prompt, timed the same way once "
-             f"on this machine. "
-             f"{escape(s.c_note)}.</small>")
-    return f'<div class="ss-stats">{cells}</div><div>{check}</div><div>{notes}</div>'
+             f"prefill taken out. {how} {escape(s.c_note)}.</small>")
+    return (f'<div class="ss-stats">{cells}</div><div>{check}</div><div>{notes}</div>'
+            f'<div class="ss-note ss-noise">{NOISE_NOTE}</div>')
 
 
 def budget_html(trace: StepTrace | None) -> str:

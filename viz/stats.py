@@ -1,22 +1,50 @@
 """Run statistics from traces and step timings: MAT, mean δ, tokens/s, measured c, modelled
-R = τ/(1+cδ) and the measured speed-up over plain decoding, with where each number comes from."""
+R = τ/(1+cδ) and the measured speed-up over plain decoding, with where each number comes from.
+
+The speed-up compares like with like: the run's decoding time for the output positions it has
+committed against plain AR's time for the *same* positions of the same prompt (prefill taken out of
+both), and its spread comes from resampling the run's steps, because one shared CPU is noisy."""
 from __future__ import annotations
 
+import random
+import statistics
 from dataclasses import dataclass
 
 from core.trace import StepTrace
 
+RESAMPLES = 200  # bootstrap draws for the speed-up's spread (seeded: the same run shows the same spread)
+
 
 @dataclass
 class Baseline:
-    """Plain autoregressive decoding of the same prompt with the same sampling settings."""
+    """Plain AR decoding of the same prompt, model, device and sampling: one token per step, each step
+    timed around the engine call exactly like the run's steps, prefill taken out."""
     output_ids: list[int]
-    wall_s: float  # generate() after the prompt's prefill (decoding only, like the run's tokens/s)
-    ms_per_forward: float  # T_p: mean target forward for one token (AR step verify time)
+    token_ms: list[float]  # wall ms of the AR step that produced output position i
+    done: bool = False  # AR ended by itself (end-of-text or length) after output_ids
+    note: str = ""  # when and how it was measured, for the page
+
+    @property
+    def ms_per_forward(self) -> float:
+        """T_p: the median AR step (one target forward), robust to a stray slow step."""
+        return statistics.median(self.token_ms) if self.token_ms else 0.0
+
+    def ms_for(self, start: int, stop: int) -> float | None:
+        """AR time for output positions [start, stop); None if AR has not measured them all."""
+        return sum(self.token_ms[start:stop]) if stop <= len(self.token_ms) else None
 
     @property
     def tok_s(self) -> float:
-        return len(self.output_ids) / self.wall_s if self.wall_s > 0 else 0.0
+        total = sum(self.token_ms)
+        return 1000 * len(self.token_ms) / total if total > 0 else 0.0
+
+
+@dataclass
+class Speedup:
+    value: float  # AR ms over run ms, same positions
+    lo: float | None  # 10th and 90th percentiles over resampled steps (None: too few steps)
+    hi: float | None
+    positions: int  # output positions compared
 
 
 @dataclass
@@ -28,10 +56,12 @@ class RunStats:
     tok_s: float
     c: float | None  # T_q / T_p measured in this run
     R: float | None  # modelled speed-up τ / (1 + c·δ)
-    speedup: float | None  # measured tokens/s over the AR baseline's
+    speedup: float | None  # measured: AR time over run time for the same output positions
     lossless: bool | None  # greedy only: output equals the AR baseline's prefix
     lossless_note: str
     c_note: str
+    spread: Speedup | None = None
+    base_note: str = ""
 
 
 def draft_ms_per_forward(traces: list[StepTrace]) -> float | None:
@@ -48,19 +78,57 @@ def lossless_check(output_ids: list[int], baseline: Baseline | None, greedy: boo
     for i, (a, b) in enumerate(zip(output_ids, ref)):
         if a != b:
             return False, f"differs from plain decoding at output token {i + 1}"
-    if len(ref) < len(output_ids) or (finished and len(output_ids) != len(baseline.output_ids)):
+    if len(ref) < len(output_ids) and baseline.done:
         return False, f"length differs from plain decoding ({len(output_ids)} vs {len(baseline.output_ids)} tokens)"
+    if finished and len(baseline.output_ids) > len(output_ids):
+        return False, f"plain decoding goes on past this run's end ({len(output_ids)} tokens)"
+    if len(ref) < len(output_ids):
+        return None, "plain decoding has not reached this run's last token yet"
     return True, f"output equals plain greedy decoding ({len(output_ids)} tokens compared)"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def measured_speedup(taus: list[int], step_ms: list[float], baseline: Baseline | None) -> Speedup | None:
+    """AR time over run time for the output positions both have timed; the spread resamples steps."""
+    if baseline is None:
+        return None
+    pairs, start = [], 0  # (run ms, AR ms) per step over the same positions
+    for tau, ms in zip(taus, step_ms):
+        ar = baseline.ms_for(start, start + tau)
+        if ar is None or ms <= 0:
+            break
+        pairs.append((ms, ar))
+        start += tau
+    run_ms = sum(p[0] for p in pairs)
+    if not pairs or run_ms <= 0:
+        return None
+    value = sum(p[1] for p in pairs) / run_ms
+    if len(pairs) < 3:
+        return Speedup(value, None, None, start)
+    rng = random.Random(0)
+    draws = []
+    for _ in range(RESAMPLES):
+        pick = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        draws.append(sum(p[1] for p in pick) / max(1e-9, sum(p[0] for p in pick)))
+    return Speedup(value, _percentile(draws, 0.1), _percentile(draws, 0.9), start)
 
 
 def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[int], greedy: bool,
               baseline: Baseline | None, finished: bool = False, prefill_ms: float = 0.0) -> RunStats:
-    """step_ms: wall time of each step() call; the prompt's prefill (inside the first) is taken out."""
+    """step_ms: wall time of each step() call with any prefill already taken out (prefill_ms: a prefill
+    still inside the first step, for callers that timed whole calls)."""
     steps = len(traces)
     tokens = sum(t.tau for t in traces)
     mat = tokens / steps if steps else 0.0
     mean_delta = sum(t.delta for t in traces) / steps if steps else 0.0
-    total_s = (sum(step_ms) - prefill_ms) / 1000
+    decode_ms = list(step_ms)
+    if decode_ms and prefill_ms:
+        decode_ms[0] = max(0.0, decode_ms[0] - prefill_ms)
+    total_s = sum(decode_ms) / 1000
     tok_s = tokens / total_s if total_s > 0 else 0.0
     tq = draft_ms_per_forward(traces)
     c = c_note = None
@@ -69,10 +137,11 @@ def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[in
     elif baseline is not None and baseline.ms_per_forward > 0:
         c = tq / baseline.ms_per_forward
         c_note = (f"c = T_q/T_p = {tq:.2f} ms per draft forward (this run) / "
-                  f"{baseline.ms_per_forward:.2f} ms per target forward (AR baseline)")
+                  f"{baseline.ms_per_forward:.2f} ms per target forward (median AR step, this prompt)")
     else:
         c_note = "c needs the AR baseline's target forward time"
     R = mat / (1 + c * mean_delta) if c is not None and steps else None
-    speedup = tok_s / baseline.tok_s if baseline is not None and baseline.tok_s > 0 and tok_s > 0 else None
+    spread = measured_speedup([t.tau for t in traces], decode_ms, baseline)
     ok, note = lossless_check(output_ids, baseline, greedy, finished)
-    return RunStats(steps, tokens, mat, mean_delta, tok_s, c, R, speedup, ok, note, c_note or "")
+    return RunStats(steps, tokens, mat, mean_delta, tok_s, c, R, None if spread is None else spread.value, ok, note,
+                    c_note or "", spread, "" if baseline is None else baseline.note)

@@ -1,0 +1,114 @@
+"""The plain autoregressive (AR) baseline that every measured speed-up on the page divides by.
+
+Why this shape: a baseline timed once per process and reused for every later prompt, method and visitor
+is measured under other load, over other positions and sometimes cold, so the ratio says nothing. Here
+AR decoding is timed for *this* prompt, model, device and sampling, over the same output positions the
+run has committed, right after the run's own steps (so both see the same load on a shared CPU). Each AR
+step is timed exactly like a run's step: wall time around the engine's `step()`, prefill taken out.
+Timings are cached per (model, prompt, device, sampling, length) for a few minutes, and a visitor can
+throw them away and measure again."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+
+from core.engine import Session
+from core.methods import build_method
+from core.sampling import SamplingConfig
+from ui.models import get_models
+from viz.stats import Baseline
+
+CAPACITY = 16  # prompts whose AR timings are kept (each keeps a small AR cache only while it is unfinished)
+
+
+def max_age_s() -> float:
+    """After this long a cached AR timing is measured again (the machine's load has moved on)."""
+    value = os.environ.get("SPECSCOPE_BASELINE_MAX_AGE_S", "").strip()
+    return float(value) if value.replace(".", "", 1).isdigit() else 600.0
+
+
+def timed_step(session: Session) -> float:
+    """One engine step's wall time in ms, with a prefill inside it taken out (runs and AR alike)."""
+    prefills = session.tcache is None
+    t0 = time.perf_counter()
+    session.step()
+    ms = (time.perf_counter() - t0) * 1000
+    return max(0.0, ms - session.prefill_ms) if prefills else ms
+
+
+class ARTimer:
+    """Plain AR decoding of one prompt, advanced on demand to the positions a run has reached."""
+
+    def __init__(self, target_name: str, prompt: str | list[int], sampling: SamplingConfig, max_new_tokens: int):
+        target, _ = get_models(target_name, "embedded", needs_draft=False)
+        self.session = Session(target, build_method("ar"), prompt, sampling, max_new_tokens)
+        self.token_ms: list[float] = []
+        self.started = time.time()
+        self.lock = threading.Lock()
+
+    def advance(self, positions: int) -> Baseline:
+        """Time AR steps until `positions` output tokens exist (or AR ends), then a snapshot."""
+        with self.lock:
+            s = self.session
+            while len(s.output_ids) < positions and not s.done:
+                ms = timed_step(s)
+                tau = max(1, s.traces[-1].tau)
+                self.token_ms += [ms / tau] * tau  # AR commits one token per step
+            if s.done:
+                s.drop_caches()  # nothing more to time: free its cache
+            return self.snapshot()
+
+    def snapshot(self) -> Baseline:
+        age = time.time() - self.started
+        note = (f"AR timed over {len(self.token_ms)} positions of this prompt on {self.session.target.device}, "
+                f"{age:.0f} s ago")
+        return Baseline(list(self.session.output_ids), list(self.token_ms), self.session.done, note)
+
+
+class BaselineCache:
+    """ARTimers per (model, prompt, device, sampling, length), least recently used dropped first."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.capacity = capacity
+        self._timers: OrderedDict[tuple, ARTimer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(target: str, prompt: str, temperature: float, seed: int, max_new_tokens: int) -> tuple:
+        device = get_models(target, "embedded", needs_draft=False)[0].device
+        return (target, str(device), prompt, float(temperature), int(seed), int(max_new_tokens))
+
+    def timer(self, target: str, prompt: str, temperature: float, seed: int, max_new_tokens: int,
+              fresh: bool = False) -> ARTimer:
+        """The cached timer, or a new one when asked (re-measure), missing, or older than max_age_s()."""
+        k = self.key(target, prompt, temperature, seed, max_new_tokens)
+        with self._lock:
+            t = self._timers.pop(k, None)
+            if fresh or t is None or time.time() - t.started > max_age_s():
+                t = ARTimer(target, prompt, SamplingConfig(temperature=temperature, seed=seed), max_new_tokens)
+            self._timers[k] = t
+            while len(self._timers) > self.capacity:
+                self._timers.popitem(last=False)
+            return t
+
+    def clear(self) -> None:
+        with self._lock:
+            self._timers.clear()
+
+
+BASELINES = BaselineCache()
+
+
+def full_ar_pass(target: str, prompt: str, sampling: SamplingConfig, max_new_tokens: int) -> Baseline:
+    """AR decoding of a prompt to its end, uncached (Compare and Tune time AR before and after their runs)."""
+    t = ARTimer(target, prompt, sampling, max_new_tokens)
+    return t.advance(max_new_tokens)
+
+
+def merged(a: Baseline, b: Baseline) -> Baseline:
+    """Two AR passes over the same positions, averaged per position (timings taken before and after)."""
+    n = min(len(a.token_ms), len(b.token_ms))
+    ms = [(x + y) / 2 for x, y in zip(a.token_ms[:n], b.token_ms[:n])]
+    return Baseline(a.output_ids[:n], ms, a.done and len(a.output_ids) == n, "AR timed before and after, averaged")
