@@ -140,6 +140,18 @@ def test_exit_bars_and_stop_reason():
     assert confidence_heatmap(None).layout.annotations
 
 
+def test_stop_reason_is_worded_per_method():
+    t = talon_example()
+    t.draft_stop = "depth"
+    assert "static" not in why_stopped(t) and "remaining length" in why_stopped(t)
+    t.method, t.details = "static", {"depth": 1}
+    assert "its depth D = 1" in why_stopped(t)  # two levels grown: D + 1
+    t.details = {"depth": 8}
+    assert "remaining length" in why_stopped(t)  # stopped before D: the length limit
+    t.draft_stop = "frontier"
+    assert "gate" not in why_stopped(t)
+
+
 def test_text_marks_bonus_tokens_and_escapes():
     t = talon_example()
     t.committed_texts = ["<a>", "x"]

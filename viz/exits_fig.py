@@ -16,8 +16,18 @@ STOP_WHY = {
     "gamma": "the chain drafted its γ tokens",
     "budget": "the node budget N was spent",
     "frontier": "no candidate passed the gate, so the frontier was empty",
-    "depth": "the static tree reached its depth D",
+    "context": "the model's context window is full",
 }
+
+
+def depth_why(trace: StepTrace) -> str:
+    """'depth' means different limits per method: a static tree's D, or (TALON, chains) the deepest level
+    the tokens still allowed by max new tokens could use."""
+    D = knob(trace, "depth")
+    if trace.method == "static" and isinstance(D, int) and len(trace.levels) >= D + 1:
+        return f"the static tree reached its depth D = {D}"
+    return ("the tree reached the deepest level that the remaining length allows (max new tokens): "
+            "a deeper draft could never be committed")
 
 
 def knob(trace: StepTrace, name: str, default=None):
@@ -35,7 +45,12 @@ def num_layers(trace: StepTrace) -> int:
 def why_stopped(trace: StepTrace) -> str:
     if trace.draft_stop is None:
         return "drafting did not record why it stopped"
-    reason = STOP_WHY.get(trace.draft_stop, trace.draft_stop)
+    if trace.draft_stop == "depth":
+        reason = depth_why(trace)
+    elif trace.draft_stop == "frontier" and trace.method != "talon":
+        reason = "the drafter proposed no further candidates"  # only TALON has a gate
+    else:
+        reason = STOP_WHY.get(trace.draft_stop, trace.draft_stop)
     d_max, w_max = knob(trace, "d_max"), knob(trace, "w_max")
     if trace.draft_stop == "d_max" and d_max is not None:
         reason += f" (d_max = {d_max})"
