@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from core.engine import Session, SessionError
+from core.engine import Session
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
 from core.methods import METHODS, build_method
 from core.presets import PRESETS, preset_knobs
