@@ -12,12 +12,13 @@ import gradio as gr
 
 from ui import learn
 from ui.examples import default_prompt, example_prompts
-from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit, reset_tree, set_speed, specbound_extras,
-                         specbound_replay, specbound_step, talon_extras, talon_replay, talon_step, tick, toggle_play)
+from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit, reset_tree, set_speed,
+                         specbound_extras, specbound_load, specbound_replay, specbound_step, talon_extras, talon_load,
+                         talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import model_box_info
-from ui.run import Run, RunConfig
+from ui.preview import PREVIEW
 from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
 from ui.tune import SWEEPS, symbol
 
@@ -55,19 +56,32 @@ def outcomes_block(state, prefix: str) -> list:
     return [text, timeline, scatter, stats]
 
 
-def controls(prompt_id: str) -> tuple:
-    prompt = gr.Textbox(value=default_prompt(), lines=4, label="prompt", elem_id=prompt_id)
-    gr.Examples([[p] for p in example_prompts()], inputs=[prompt], label="example prompts")
-    return prompt
+def example_label(prompt: str) -> str:
+    first = prompt.strip().splitlines()[0] if prompt.strip() else prompt
+    return first if len(first) <= 48 else first[:47] + "…"
 
 
-def play_row(prefix: str) -> tuple:
-    with gr.Row():
-        step = gr.Button("Step", variant="primary", elem_id=f"{prefix}-step")
-        play = gr.Button(PLAY, elem_id=f"{prefix}-play")
-        reset = gr.Button("Reset", elem_id=f"{prefix}-reset")
+def prompt_row(prefix: str) -> tuple:
+    """Prompt, Step / Play / Reset and the example picker on one row, above the fold: the first thing to
+    use. The prompt box scrolls past a few lines instead of growing with a huge prompt."""
+    with gr.Row(equal_height=False, elem_classes="ss-top"):
+        with gr.Column(scale=3, min_width=280):
+            prompt = gr.Textbox(value=default_prompt(), lines=2, max_lines=6, label="prompt",
+                                elem_id=f"{prefix}-prompt")
+        with gr.Column(scale=2, min_width=280):
+            with gr.Row(elem_classes="ss-buttons"):
+                step = gr.Button("Step", variant="primary", elem_id=f"{prefix}-step", min_width=70)
+                play = gr.Button(PLAY, elem_id=f"{prefix}-play", min_width=70)
+                reset = gr.Button("Reset", elem_id=f"{prefix}-reset", min_width=70)
+            example = gr.Dropdown([(example_label(p), p) for p in example_prompts()], value=None,
+                                  label="example prompts", elem_id=f"{prefix}-examples")
+    example.input(lambda text: text or gr.skip(), [example], [prompt], api_visibility="private")
+    return prompt, step, play, reset
+
+
+def speed_timer() -> tuple:
     speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="play speed (seconds per step)")
-    return step, play, reset, speed, gr.Timer(0.8, active=False)
+    return speed, gr.Timer(0.8, active=False)
 
 
 def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list, extras: dict, fns: tuple,
@@ -96,60 +110,66 @@ def export_block(state, api_name: str) -> None:
     btn.click(export_trace, [state], [file, data], api_name=api_name)
 
 
-def talon_tab(models: list) -> None:
+def talon_tab(models: list) -> dict:
     state = run_state()
-    with gr.Row():
-        with gr.Column(scale=1, min_width=300):
-            prompt = controls("talon-prompt")
-            preset = gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset")
+    prompt, step, play, reset = prompt_row("talon")
+    with gr.Row(equal_height=False):
+        tree = gr.Plot(show_label=False, elem_id="talon-tree", min_width=300)
+        static = gr.Plot(show_label=False, elem_id="static-tree", min_width=300)
+    budget, levels = gr.HTML(), gr.HTML(elem_classes="ss-scroll")
+    replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="talon-replay")
+    with gr.Accordion("Knobs", open=True, elem_id="talon-knobs"):
+        with gr.Row():
+            preset = gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)
+            speed, timer = speed_timer()
+        with gr.Row():
             knobs = [knob_input(k) for k in TALON_KNOBS]
+        with gr.Row():
             sampling = [knob_input(k) for k in SAMPLING_KNOBS]
-            step, play, reset, speed, timer = play_row("talon")
+        with gr.Row():
             show_pruned = gr.Checkbox(True, label="show pruned candidates (faint)")
             with_static = gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)")
-            with gr.Accordion("Learn: steps, trees and the gate", open=True):
-                gr.Markdown(learn.STEP + "\n\n" + learn.TREE + "\n\n" + learn.GATE)
-        with gr.Column(scale=3):
-            with gr.Row():
-                tree = gr.Plot(label="TALON draft tree", elem_id="talon-tree")
-                static = gr.Plot(label="static EAGLE-style tree", elem_id="static-tree")
-            budget, levels = gr.HTML(), gr.HTML()
-            replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="talon-replay")
-            outs = outcomes_block(state, "talon")
-            trace = gr.JSON(label="this step's trace", open=False)
-            export_block(state, "export_talon")
+    outs = outcomes_block(state, "talon")
+    trace = gr.JSON(label="this step's trace", open=False)
+    export_block(state, "export_talon")
+    with gr.Accordion("Learn: steps, trees and the gate", open=False):
+        gr.Markdown(learn.STEP + "\n\n" + learn.TREE + "\n\n" + learn.GATE)
     inputs = [state, prompt, *knobs, *sampling, *models, show_pruned]
     outputs = [state, tree, static, budget, levels, *outs, replay, trace]
     extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]])
     wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(talon_step, reset_tree, talon_replay), view=show_pruned)
     preset.change(apply_preset, [preset], knobs, api_visibility="private")
+    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:])  # the start-up preview, on page load
 
 
-def specbound_tab(models: list) -> None:
+def specbound_tab(models: list) -> dict:
     state = run_state()
-    with gr.Row():
-        with gr.Column(scale=1, min_width=300):
-            prompt = controls("specbound-prompt")
+    prompt, step, play, reset = prompt_row("specbound")
+    heatmap = gr.Plot(show_label=False, elem_id="specbound-heatmap")
+    with gr.Row(equal_height=False):
+        bars = gr.Plot(show_label=False, elem_id="specbound-bars", min_width=300)
+        why = gr.HTML(min_height=0)
+    replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="specbound-replay")
+    with gr.Accordion("Knobs", open=True, elem_id="specbound-knobs"):
+        with gr.Row():
             knobs = [knob_input(k) for k in SPECBOUND_KNOBS]
+        with gr.Row():
             sampling = [knob_input(k) for k in SAMPLING_KNOBS]
-            step, play, reset, speed, timer = play_row("specbound")
+        with gr.Row():
             annealed = gr.Radio([("annealed", True), ("raw", False)], value=True, label="confidence shown")
-            with gr.Accordion("Learn: ACT and BSCS", open=True):
-                gr.Markdown(learn.STEP + "\n\n" + learn.ACT + "\n\n" + learn.BSCS)
-        with gr.Column(scale=3):
-            heatmap = gr.Plot(label="layer × token confidence", elem_id="specbound-heatmap")
-            bars = gr.Plot(label="exit depth per drafted token")
-            why = gr.HTML()
-            replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False)
-            outs = outcomes_block(state, "specbound")
-            trace = gr.JSON(label="this step's trace", open=False)
-            export_block(state, "export_specbound")
+            speed, timer = speed_timer()
+    outs = outcomes_block(state, "specbound")
+    trace = gr.JSON(label="this step's trace", open=False)
+    export_block(state, "export_specbound")
+    with gr.Accordion("Learn: ACT and BSCS", open=False):
+        gr.Markdown(learn.STEP + "\n\n" + learn.ACT + "\n\n" + learn.BSCS)
     inputs = [state, prompt, *knobs, *sampling, models[0], annealed]
     outputs = [state, heatmap, bars, why, *outs, replay, trace]
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(specbound_step, reset_exit, specbound_replay), view=annealed)
+    return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:])
 
 
 def compare_tab(models: list) -> None:
@@ -198,25 +218,26 @@ def build_demo() -> gr.Blocks:
         models = [target, draft]
         with gr.Tabs():
             with gr.Tab("TALON", id="talon"):
-                talon_tab(models)
+                loads = [talon_tab(models)]
             with gr.Tab("SpecBound", id="specbound"):
-                specbound_tab(models)
+                loads.append(specbound_tab(models))
             with gr.Tab("Compare", id="compare"):
                 compare_tab(models)
             with gr.Tab("Tune", id="tune"):
                 tune_tab(models)
+        for load in loads:  # waits for the start-up step, outside the engine's queue slots
+            demo.load(**load, api_visibility="private", show_progress="hidden", concurrency_limit=None)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
 
 
 def warm_up() -> None:
-    """Load the default models and run one throwaway TALON step while the page is already being served,
-    so a visitor's first Step pays neither the load nor the first-call overheads."""
-    knobs = tuple((k.name, k.default) for k in TALON_KNOBS)
-    try:
-        Run.start(RunConfig("talon", default_prompt(), knobs, max_new_tokens=4)).step()
-    except ValueError as exc:
-        print(f"warning: the default models did not load: {exc}", flush=True)
+    """Load the default models and compute the start-up preview steps while the page is already being
+    served: the page opens with a real step drawn, and a visitor's first Step pays neither the load nor
+    the first-call overheads."""
+    PREVIEW.compute()
+    if PREVIEW.error:
+        print(f"warning: {PREVIEW.error}", flush=True)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from ui.gpu import gpu
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
+from ui.preview import specbound_preview, talon_preview
 from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
 from viz.html import stats_html
 
@@ -149,6 +150,15 @@ def remeasure(run: Run | None) -> str:
 def specbound_replay(run: Run | None, step: int, annealed=True) -> tuple:
     index = clamp(run, None if step is None else int(step) - 1)
     return exit_outputs(run, exit_view(run, index, annealed), index)[1:]
+
+
+def talon_load(show_pruned=True) -> tuple:
+    """On page load: the start-up preview step, drawn without giving the visitor a run (state stays empty)."""
+    return tree_outputs(None, talon_preview(show_pruned), None)[1:]
+
+
+def specbound_load(annealed=True) -> tuple:
+    return exit_outputs(None, specbound_preview(annealed), None)[1:]
 
 
 def reset_tree(run: Run | None, show_pruned=True) -> tuple:

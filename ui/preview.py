@@ -1,0 +1,78 @@
+"""The first thing a visitor sees: one real TALON step (with its static tree) and one real SpecBound step
+on the example prompt at the page's default knobs, computed once in the background when the server
+starts (it doubles as the warm-up), drawn on page load and labelled as a preview. Nothing is shared with
+the visitor's own run: their first Step starts a run of their own from the prompt box."""
+from __future__ import annotations
+
+import logging
+import threading
+
+from ui.examples import default_prompt
+from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
+from ui.run import Run, RunConfig
+from ui.views import ExitView, TreeView, exit_view, tree_view
+from viz.html import message_html
+
+log = logging.getLogger("specscope")
+WAIT_S = 180.0  # how long a page load waits for the start-up step (models may still be loading)
+NOTE = ("Preview: step 1 of the example prompt at the default knobs, computed when the server started. "
+        "Press Step to start your own run (the prompt and knobs above are yours).")
+
+
+def default_config(method: str, knobs: list[Knob]) -> RunConfig:
+    s = {k.name: k.default for k in SAMPLING_KNOBS}
+    return RunConfig(method, default_prompt(), tuple((k.name, k.default) for k in knobs), s["temperature"],
+                     int(s["seed"]), int(s["max_new_tokens"]))
+
+
+class Preview:
+    """Start-up runs, each stepped once; page loads wait on `ready`."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Run] = {}
+        self.ready = threading.Event()
+        self.error = ""
+
+    def compute(self) -> None:
+        try:
+            talon = Run.start(default_config("talon", TALON_KNOBS))
+            talon.step()
+            talon.shadow(0, dict(talon.config.knobs))
+            self.runs["talon"] = talon
+            specbound = Run.start(default_config("specbound", SPECBOUND_KNOBS))
+            specbound.step()
+            self.runs["specbound"] = specbound
+            for run in self.runs.values():
+                run.session.drop_caches()  # only the traces are drawn from now on
+        except Exception as exc:  # a preview must never stop the server; the page says what happened
+            log.exception("start-up preview failed")
+            self.error = f"The start-up preview could not be computed ({type(exc).__name__}: {exc})."
+        finally:
+            self.ready.set()
+
+    def run(self, method: str) -> Run | None:
+        self.ready.wait(WAIT_S)
+        return self.runs.get(method)
+
+    def note(self) -> str:
+        return message_html(self.error or NOTE)
+
+
+PREVIEW = Preview()
+
+
+def talon_preview(show_pruned: bool = True) -> TreeView:
+    run = PREVIEW.run("talon")
+    view = tree_view(run, 0 if run else None, show_pruned)
+    if run is not None:
+        view.tree.layout.title.text += " · preview"
+        view.outcomes.stats = PREVIEW.note()
+    return view
+
+
+def specbound_preview(annealed: bool = True) -> ExitView:
+    run = PREVIEW.run("specbound")
+    view = exit_view(run, 0 if run else None, annealed)
+    if run is not None:
+        view.outcomes.stats = PREVIEW.note()
+    return view
