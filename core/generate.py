@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from core.drafter_loading import DEFAULT_DRAFTER, HeadLoadError, drafter_factory
+from core.drafters import DRAFTERS
 from core.engine import Session
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model
+from core.loading import DEFAULT_TARGET, ModelLoadError, load_model
 from core.methods import METHODS, build_method
 from core.presets import PRESETS, preset_knobs
 from core.prompts import check_prompt_chars, max_prompt_chars, read_prompts
@@ -63,7 +66,11 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     sb.add_argument("--w-max", type=int, default=None, help="stop drafting after w_max tokens")
     sb.add_argument("--min-exit-layer", type=int, default=None, help="first layer allowed to exit")
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
-    ap.add_argument("--draft", default=DEFAULT_DRAFT, help="draft model (default: embedded)")
+    ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
+                    help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
+                         "the best measured on the embedded target)")
+    ap.add_argument("--draft", default=None, help="the drafter's weights: a draft LM (model) or an EAGLE-3 head "
+                                                  "folder (eagle3); local folder or Hub id (default: embedded)")
     ap.add_argument("--device", default="auto", type=device_arg, help="auto | cpu | cuda | cuda:N")
 
 
@@ -80,6 +87,7 @@ def result_row(row: dict, res) -> dict:
         "steps": res.steps, "mat": res.mat, "mean_delta": res.mean_delta,
         "target_forwards": res.target_forwards, "draft_forwards": res.draft_forwards,
         "wall_s": res.wall_s, "stop_reason": res.stop_reason, "prompt_tokens": len(res.prompt_ids),
+        "drafter": next((t.drafter for t in res.traces if t.drafter), None),
     }
 
 
@@ -89,9 +97,14 @@ def error_row(row: dict, method: str, exc: BaseException) -> dict:
 
 
 def write_line(data: dict) -> None:
-    """One whole line per write, flushed, so a reader never sees half a record."""
-    sys.stdout.write(json.dumps(data) + "\n")
-    sys.stdout.flush()
+    """One whole line per write, flushed, so a reader never sees half a record. A reader that went away
+    (`| head -1`) ends the run quietly instead of with a traceback."""
+    try:
+        sys.stdout.write(json.dumps(data) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        raise SystemExit(1) from None
 
 
 def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
@@ -101,13 +114,13 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
     method = build_method(args.method, **method_knobs(args))
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
-    draft = load_model(args.draft, args.device) if method.needs_draft else None
+    make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):
         try:
             check_prompt_chars(r["prompt"], limit)
-            sessions.append(Session(target, method, r["prompt"], sampling, args.max_new_tokens, draft))
+            sessions.append(Session(target, method, r["prompt"], sampling, args.max_new_tokens, make()))
         except ValueError as exc:  # SessionError included: name the prompt, the file may hold hundreds
             raise ValueError(f"prompt {n} (id {r['id']!r}): {exc}") from None
     return rows, sessions
@@ -120,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     try:
         rows, sessions = prepare(args)
-    except (ValueError, ModelLoadError) as exc:
+    except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     failed = 0
     for row in rows:

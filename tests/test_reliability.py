@@ -105,19 +105,25 @@ def test_the_embedded_models_load_with_the_network_off(public_bind, no_network):
     assert no_network == []
 
 
-def small_run(prompt: str):
+KNOBS = {"talon": (("N", 8), ("K", 4), ("mu", 0.05), ("k_init", 1)),
+         "specbound": (("alpha", 0.5), ("tau_exit", 0.1), ("d_max", 4), ("w_max", 8)),
+         "chain": (("gamma", 4),)}
+
+
+def small_run(prompt: str, method: str = "talon"):
     from ui.run import Run, RunConfig
-    knobs = (("N", 8), ("K", 4), ("mu", 0.05), ("k_init", 1))
-    return Run.start(RunConfig("talon", prompt, knobs, max_new_tokens=24))
+    return Run.start(RunConfig(method, prompt, KNOBS[method], max_new_tokens=24))
 
 
 def has_caches(run) -> bool:
     return run.session.tcache is not None
 
 
-def test_only_recently_stepped_sessions_keep_caches_and_evicted_ones_continue_exactly(monkeypatch, heldout_prompts):
+@pytest.mark.parametrize("method", ["talon", "specbound", "chain"])
+def test_only_recently_stepped_sessions_keep_caches_and_evicted_ones_continue_exactly(method, monkeypatch,
+                                                                                      heldout_prompts):
     monkeypatch.setenv("SPECSCOPE_CACHED_SESSIONS", "2")
-    a, b, c = (small_run(p) for p in heldout_prompts[:3])
+    a, b, c = (small_run(p, method) for p in heldout_prompts[:3])
     for run in (a, b, c):
         run.step()
     assert not has_caches(a) and has_caches(b) and has_caches(c)
@@ -125,7 +131,7 @@ def test_only_recently_stepped_sessions_keep_caches_and_evicted_ones_continue_ex
     a.step()
     assert has_caches(a) and not has_caches(b) and has_caches(c)
     monkeypatch.setenv("SPECSCOPE_CACHED_SESSIONS", "100")
-    alone = small_run(heldout_prompts[0])
+    alone = small_run(heldout_prompts[0], method)
     for _ in range(3):
         alone.step()
     assert a.session.ids == alone.session.ids
