@@ -3,7 +3,8 @@
     python -m core.bench --prompts assets/prompts/heldout.jsonl --methods ar,chain,static,talon \
         --limit 12 --sweep-N 8,16,32,60,96 --sweep-mu 0.01,0.03,0.1,0.2,0.3 --peers
 
-A method spec may carry knobs after colons: `talon:mu=0.1:N=32`, `specbound:alpha=0`. Runs are interleaved
+A method spec may name its drafter after an @ and carry knobs after colons: `talon@eagle3:N=60`,
+`chain@lookup:gamma=8`, `specbound:alpha=0` (no @: --drafter). Runs are interleaved
 prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall time over the
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
 the measured cost ratio c of one draft forward to one target forward (SpecBound counts δ in
@@ -18,9 +19,12 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
 from core.generate import add_common_args, fail, method_knobs
-from core.loading import ModelLoadError, load_model
+from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
+from core.trace import ROOT
+from core.tree import DraftTree
 from core.methods import build_method
 from core.peers import run_peer
 from core.prompts import read_prompts
@@ -39,6 +43,8 @@ class Row:
     verify_ms: float = 0.0
     c: float = 0.0
     mismatches: int = 0  # prompts whose greedy output differs from AR (should stay 0)
+    accepted: int = 0  # drafted tokens accepted, over all steps
+    score_sum: float = 0.0  # Σ p(u) of every verified tree: the drafter's own estimate of `accepted`
     points: list[tuple[int, int]] = field(default_factory=list)  # (δ, τ) per step
 
     @property
@@ -59,41 +65,72 @@ class Row:
         return sum(tau >= delta for delta, tau in self.points) / max(1, len(self.points))
 
     @property
+    def calibration(self) -> float:
+        """Σ p(u) / accepted: 1 when the drafter's q is calibrated, above 1 when it is over-confident."""
+        return self.score_sum / self.accepted if self.accepted else 0.0
+
+    @property
     def modelled_r(self) -> float:
         return self.mat / (1 + self.c * self.mean_delta) if self.steps else 0.0
 
 
-def parse_spec(spec: str, base: dict) -> tuple[str, str, dict]:
-    """'talon:mu=0.1:N=32' -> (label, method name, knobs over the CLI's defaults)."""
-    name, *items = spec.split(":")
+def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict]:
+    """'talon@eagle3:mu=0.1:N=32' -> (label, method name, drafter, knobs over the CLI's defaults)."""
+    head, *items = spec.split(":")
+    name, _, named = head.partition("@")
+    drafter = named or drafter
     knobs = dict(base)
     for item in filter(None, items):
         key, _, value = item.partition("=")
         key = key.replace("-", "_")
         knobs[key] = int(value) if value.lstrip("-").isdigit() else float(value)
-    return spec, name, knobs
+    return spec, name, drafter, knobs
+
+
+def median_s(fn, reps: int = 30) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
 
 
 @torch.inference_mode()
-def measure_c(target, draft, context: list[int], reps: int = 30) -> float:
-    """Median time of a one-token draft forward over a one-token target forward, at this context."""
-    def per_call(lm) -> float:
-        cache = lm.new_cache()
-        lm.forward(context, range(len(context)), cache)
-        times = []
-        for _ in range(reps):
-            cache.rollback(len(context))
-            t0 = time.perf_counter()
-            lm.forward(context[-1:], [len(context)], cache)
-            times.append(time.perf_counter() - t0)
-        return sorted(times)[len(times) // 2]
-    return per_call(draft) / per_call(target)
+def measure_c(target, make: DrafterFactory, context: list[int]) -> float:
+    """Median time of the drafter expanding one node over a one-token target forward, at this context
+    (0 for a drafter that runs no model)."""
+    s = Session(target, build_method("chain", gamma=1), context, max_new_tokens=4, draft=make())
+    s.step()  # caches filled, as mid-generation
+    d = s.drafter
+    if not hasattr(d, "cache"):
+        return 0.0
+    d.begin(s.ids)
+    d.propose([ROOT], DraftTree())
+    tree = DraftTree()
+    tree.add(s.ids[-1], ROOT, 1.0, 1.0)
+    length = d.cache.length
+
+    def expand_one() -> None:
+        d.cache.length = length
+        d.slots = {}
+        d.propose([0], tree)
+
+    cache = target.new_cache(len(context) + 2)
+    target.forward(context, range(len(context)), cache)
+
+    def target_one() -> None:
+        cache.rollback(len(context))
+        target.forward(context[-1:], [len(context)], cache)
+    return median_s(expand_one) / median_s(target_one)
 
 
-def run_specs(specs, rows: dict[str, Row], prompts, target, draft, sampling, max_new, ar_out: dict) -> None:
+def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str, DrafterFactory], sampling,
+              max_new, ar_out: dict) -> None:
     for n, prompt in enumerate(prompts):
-        for label, name, knobs in specs:
+        for label, name, drafter, knobs in specs:
             method = build_method(name, **knobs)
+            draft = factories[drafter]() if method.needs_draft else None
             res = Session(target, method, prompt, sampling, max_new, draft).generate()
             row = rows[label]
             row.tokens += len(res.output_ids)
@@ -104,6 +141,8 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, draft, sampling, max
             row.draft_ms += sum(t.draft_ms for t in res.traces)
             row.verify_ms += sum(t.verify_ms for t in res.traces)
             row.points += [(t.delta, t.tau) for t in res.traces]
+            row.accepted += sum(t.accepted for t in res.traces)
+            row.score_sum += sum(t.score_sum or 0.0 for t in res.traces)
             if name == "ar":
                 ar_out[n] = res.output_ids
             elif sampling.greedy and res.output_ids != ar_out.get(n):
@@ -112,13 +151,13 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, draft, sampling, max
 
 def table(title: str, rows: list[Row], ar: Row) -> str:
     head = ("| method | MAT | mean δ | tok/s | speed-up | modelled R | c | build ms/step | draft ms/step "
-            "| verify ms/step | τ ≥ δ | ≠AR |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "| verify ms/step | τ ≥ δ | Σp(u)/acc | ≠AR |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [f"### {title}", "", head]
     for r in rows:
         s = max(1, r.steps)
         lines.append(f"| {r.label} | {r.mat:.2f} | {r.mean_delta:.2f} | {r.tok_s:.1f} | {ar.wall_s / r.wall_s:.2f}× "
                      f"| {r.modelled_r:.2f} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
-                     f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.mismatches} |")
+                     f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.calibration:.2f} | {r.mismatches} |")
     return "\n".join(lines)
 
 
@@ -149,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=12, help="first N prompts of the file")
     ap.add_argument("--sweep-N", default="", help="budgets for static vs TALON, e.g. 8,16,32,60,96")
     ap.add_argument("--sweep-mu", default="", help="TALON gate ratios at the given N, e.g. 0.01,0.03,0.1,0.2")
+    ap.add_argument("--sweep-drafter", default="model", help="the drafter the sweeps run on")
     ap.add_argument("--peers", action="store_true", help="also time transformers' generate() peers")
     ap.add_argument("--exit-layers", default="2,4,6,8", help="LayerSkip-style peer: exit layers to try")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -159,44 +199,50 @@ def main(argv: list[str] | None = None) -> None:
     base = method_knobs(args)
     try:
         sampling.validate()
-        specs = [parse_spec(s, base) for s in args.methods.split(",")]
-        if not any(name == "ar" for _, name, _ in specs):
-            specs.insert(0, parse_spec("ar", base))
+        specs = [parse_spec(s, base, args.drafter) for s in args.methods.split(",")]
+        if not any(name == "ar" for _, name, _, _ in specs):
+            specs.insert(0, parse_spec("ar", base, args.drafter))
         sweeps = []
+        at = "" if "@" in args.sweep_drafter else f"@{args.sweep_drafter}"
         for n in filter(None, args.sweep_N.split(",")):
-            sweeps += [parse_spec(f"static:N={n}", base), parse_spec(f"talon:N={n}", base)]
+            sweeps += [parse_spec(f"static{at}:N={n}", base, args.drafter),
+                       parse_spec(f"talon{at}:N={n}", base, args.drafter)]
         for mu in filter(None, args.sweep_mu.split(",")):
-            sweeps.append(parse_spec(f"talon:mu={mu}", base))
+            sweeps.append(parse_spec(f"talon{at}:mu={mu}", base, args.drafter))
         sweeps = [s for s in sweeps if s[0] not in {x[0] for x in specs}]
-        for _, name, knobs in specs + sweeps:
+        for _, name, _, knobs in specs + sweeps:
             build_method(name, **knobs)  # validate every knob before measuring anything
         prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
         target = load_model(args.model, args.device)
-        draft = load_model(args.draft, args.device)
-    except (ValueError, ModelLoadError) as exc:
+        all_specs = specs + sweeps
+        used = {d for _, name, d, knobs in all_specs if build_method(name, **knobs).needs_draft}
+        factories = {d: drafter_factory(d, target, args.draft if d == args.drafter else None, args.device)
+                     for d in used}
+    except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
-    all_specs = specs + sweeps
-    rows = {label: Row(label) for label, _, _ in all_specs}
-    warm = Session(target, build_method("talon"), prompts[0], sampling, 8, draft)
-    warm.generate()  # first-call allocations out of the way
+    rows = {label: Row(label) for label, _, _, _ in all_specs}
+    for make in factories.values():  # first-call allocations out of the way
+        Session(target, build_method("talon"), prompts[0], sampling, 8, make()).generate()
     context = target.tokenizer(prompts[0])["input_ids"]
-    c_draft = measure_c(target, draft, context)
-    for label, name, _ in all_specs:
-        rows[label].c = 0.0 if name == "ar" else 1.0 if name == "specbound" else c_draft
+    c = {d: measure_c(target, make, context) for d, make in factories.items()}
+    for label, name, drafter, knobs in all_specs:
+        needs = build_method(name, **knobs).needs_draft
+        rows[label].c = c[drafter] if needs else 1.0 if name == "specbound" else 0.0
     ar_out: dict[int, list[int]] = {}
-    run_specs(all_specs, rows, prompts, target, draft, sampling, args.max_new_tokens, ar_out)
+    run_specs(all_specs, rows, prompts, target, factories, sampling, args.max_new_tokens, ar_out)
     ar = rows[[s for s in specs if s[1] == "ar"][0][0]]
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
-           "max_new_tokens": args.max_new_tokens, "c_draft": c_draft,
+           "max_new_tokens": args.max_new_tokens, "c": c,
            "rows": [{**{k: v for k, v in asdict(r).items() if k != "points"}, "mat": r.mat, "mean_delta": r.mean_delta,
                      "tok_s": r.tok_s, "speedup": ar.wall_s / r.wall_s, "modelled_r": r.modelled_r,
-                     "oracle_share": r.oracle_share}
+                     "oracle_share": r.oracle_share, "calibration": r.calibration}
                     for r in rows.values()]}
     texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens)", [rows[s[0]] for s in specs], ar)]
     if sweeps:
         texts.append(table("Sweeps", [ar] + [rows[s[0]] for s in sweeps], ar))
     if args.peers:
-        text, out["peers"] = peer_table(prompts, target, draft, args.max_new_tokens, ar,
+        draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device)
+        text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens, ar,
                                         [int(k) for k in args.exit_layers.split(",") if k])
         texts.append(text)
     if args.points:

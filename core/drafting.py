@@ -17,8 +17,11 @@ import torch
 from core.trace import ROOT, LevelTrace, PrunedCandidate
 from core.tree import DraftTree
 
-Expand = Callable[[list[int], DraftTree], torch.Tensor]  # frontier node ids ([ROOT] first) -> (F, V) q
+# frontier node ids ([ROOT] first) -> (F, V) q, or None when the drafter has no room left for them
+Expand = Callable[[list[int], DraftTree], "torch.Tensor | None"]
+Pick = Callable[[torch.Tensor], int]  # a chain's choice from one q row (V,): argmax, or one draw
 PRUNED_EXAMPLES = 4  # best cut candidates recorded per depth and reason
+MAX_N = 1024  # node budgets beyond this build (N, N) masks for no gain on any model we run
 
 
 @dataclass
@@ -29,7 +32,8 @@ class GrowResult:
     levels: list[LevelTrace] = field(default_factory=list)
     pruned: list[PrunedCandidate] = field(default_factory=list)  # text filled in by the caller
     forwards: int = 0  # δ
-    stop: str = "frontier"  # budget | frontier | depth
+    stop: str = "frontier"  # budget | frontier | depth | context (no room left in a cache)
+    q_rows: list[torch.Tensor] = field(default_factory=list)  # chain: the full q each token was drawn from
 
 
 def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_parent: int):
@@ -43,6 +47,7 @@ def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_pare
     parent_score = torch.tensor([1.0 if f == ROOT else tree.scores[f] for f in frontier], dtype=q.dtype)
     scores = (parent_score[:, None] * q).flatten()  # (F·m,)
     order = scores.argsort(descending=True, stable=True)
+    order = order[q.flatten()[order] > 0]  # a drafter that cannot propose a token gives it q = 0
     parents = torch.tensor(frontier).repeat_interleave(m)[order].tolist()
     return scores[order], q.flatten()[order], tok.flatten()[order], parents
 
@@ -53,8 +58,8 @@ def _pruned(scores, q, tok, parents, idx: range, depth: int, reason: str) -> lis
 
 
 def _validate(N: int, K: int) -> None:
-    if N < 1:
-        raise ValueError(f"N (node budget) must be >= 1 (got {N})")
+    if not 1 <= N <= MAX_N:
+        raise ValueError(f"N (node budget) must be in [1, {MAX_N}] (got {N})")
     if K < 1:
         raise ValueError(f"K (width) must be >= 1 (got {K})")
 
@@ -75,19 +80,32 @@ class TalonPolicy:
         if self.k_init < 0:
             raise ValueError(f"k (Top-K levels) must be >= 0 (got {self.k_init})")
 
-    def grow(self, expand: Expand, max_depth: int) -> GrowResult:
+    @property
+    def scratch(self) -> int:
+        """Most nodes one step writes into a drafter's cache."""
+        return self.N
+
+    def grow(self, expand: Expand, max_depth: int, max_nodes: int | None = None, pick: Pick | None = None) -> GrowResult:
+        """max_nodes: room left in the target's cache this step (the budget never exceeds it)."""
+        N = self.N if max_nodes is None else min(self.N, max_nodes)
         tree = DraftTree()
         res = GrowResult(tree, tree, [])
         frontier = [ROOT]
         for depth in range(max_depth):
-            left = self.N - len(tree)
+            left = N - len(tree)
             if left <= 0 or not frontier:
                 break
             # 1. one batched draft forward over the frontier
             dist = expand(frontier, tree)  # (F, V)
+            if dist is None:
+                res.stop = "context"
+                break
             res.forwards += 1
             topk_level = depth < self.k_init
             scores, q, tok, parents = _children(dist, frontier, tree, min(self.K, left) if topk_level else left)
+            if not len(scores):  # the drafter proposed nothing
+                frontier = []
+                break
             level = LevelTrace(depth, len(frontier), len(scores), 0, anchor=float(scores[0]))
             if topk_level:
                 # 2a. Top-K: keep the K best however confident the draft is (guards against over-confidence)
@@ -106,7 +124,8 @@ class TalonPolicy:
             frontier = [tree.add(int(tok[i]), parents[i], float(q[i]), float(scores[i])) for i in range(n_keep)]
             level.kept, level.budget_left = n_keep, self.N - len(tree)
             res.levels.append(level)
-        res.stop = "budget" if len(tree) >= self.N else "frontier" if not frontier else "depth"
+        if res.stop != "context":
+            res.stop = "budget" if len(tree) >= N else "frontier" if not frontier else "depth"
         res.pool_index = list(range(len(tree)))
         return res
 
@@ -125,15 +144,29 @@ class StaticPolicy:
         if self.depth < 0:
             raise ValueError(f"D (depth) must be >= 0 (got {self.depth})")
 
-    def grow(self, expand: Expand, max_depth: int) -> GrowResult:
+    @property
+    def scratch(self) -> int:
+        return max(self.N, self.K * (self.depth + 1))
+
+    def grow(self, expand: Expand, max_depth: int, max_nodes: int | None = None, pick: Pick | None = None) -> GrowResult:
+        N = self.N if max_nodes is None else min(self.N, max_nodes)
         pool = DraftTree()
         res = GrowResult(pool, pool, [], stop="depth")
         frontier = [ROOT]
         for depth in range(min(self.depth + 1, max_depth)):
+            if not frontier:
+                res.stop = "frontier"
+                break
             n_frontier = len(frontier)
             dist = expand(frontier, pool)  # (F, V)
+            if dist is None:
+                res.stop = "context"
+                break
             res.forwards += 1
             scores, q, tok, parents = _children(dist, frontier, pool, self.K)
+            if not len(scores):
+                res.stop = "frontier"
+                break
             # every K×K candidate joins the pool (the final rerank may pick it); the Top-K go on
             new = [pool.add(int(tok[i]), parents[i], float(q[i]), float(scores[i])) for i in range(len(scores))]
             frontier = new[: self.K]
@@ -143,14 +176,14 @@ class StaticPolicy:
         order = sorted(range(len(pool)), key=lambda i: (-pool.scores[i], pool.depths[i], i))
         keep: set[int] = set()
         for i in order:
-            if len(keep) == self.N:
+            if len(keep) == N:
                 break
             if pool.parents[i] == ROOT or pool.parents[i] in keep:
                 keep.add(i)
         res.pool_index = sorted(keep)
         res.tree = pool.subset(res.pool_index)
         for level in res.levels:
-            level.budget_left = self.N - len(keep)
+            level.budget_left = N - len(keep)
         # the best dropped candidates hanging off kept nodes, renumbered to tree indices
         new_index = {old: new for new, old in enumerate(res.pool_index)}
         dropped = [i for i in order if i not in keep and (pool.parents[i] == ROOT or pool.parents[i] in keep)]
@@ -158,4 +191,47 @@ class StaticPolicy:
             best = [i for i in dropped if pool.depths[i] == depth][:PRUNED_EXAMPLES]
             res.pruned += [PrunedCandidate(pool.tokens[i], "", new_index.get(pool.parents[i], ROOT), depth, pool.q[i],
                                            pool.scores[i], "rerank") for i in best]
+        return res
+
+
+@dataclass
+class ChainPolicy:
+    """Chain drafting, a K = 1 tree: one token per level, picked by the caller's `pick` (argmax, or one
+    draw from q for sampled chains, whose q rows are kept for the rejection rule)."""
+    gamma: int = 5
+    name: str = "chain"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.gamma <= MAX_N:
+            raise ValueError(f"gamma must be in [1, {MAX_N}] (got {self.gamma})")
+
+    @property
+    def scratch(self) -> int:
+        return self.gamma
+
+    def grow(self, expand: Expand, max_depth: int, max_nodes: int | None = None, pick: Pick | None = None) -> GrowResult:
+        pick = pick or (lambda row: int(row.argmax()))
+        gamma = min(self.gamma, max_depth, self.gamma if max_nodes is None else max_nodes)
+        tree = DraftTree()
+        res = GrowResult(tree, tree, [], stop="gamma")
+        frontier = [ROOT]
+        for depth in range(gamma):
+            dist = expand(frontier, tree)  # (1, V)
+            if dist is None:
+                res.stop = "context"
+                break
+            res.forwards += 1
+            q = dist[0]
+            if not float(q.max()) > 0:  # the drafter has nothing to propose
+                res.stop = "frontier"
+                break
+            tok = pick(q)
+            parent = frontier[0]
+            score = float(q[tok]) * (1.0 if parent == ROOT else tree.scores[parent])
+            frontier = [tree.add(tok, parent, float(q[tok]), score)]
+            res.q_rows.append(q)
+            res.levels.append(LevelTrace(depth, 1, 1, 1, anchor=score))
+        if res.stop == "gamma" and gamma < self.gamma:
+            res.stop = "length"
+        res.pool_index = list(range(len(tree)))
         return res

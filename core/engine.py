@@ -1,9 +1,14 @@
 """Session: prompt -> prefill -> step() -> StepTrace, with one method (AR, chain, trees, SpecBound).
 
 A step is one draft phase plus one verification forward of the target. The session owns the
-committed text and the caches; a method (see `Method`) owns how a step drafts and verifies.
-Cache invariant: a cache's slots [0, length) hold exactly ids[0:length]; the committed tokens
-after that ("pending", normally just the last one) are fed at the start of the next forward.
+committed text, the target's cache and the drafter (which owns its own); a method (see `Method`)
+owns how a step drafts and verifies. Cache invariant: a cache's slots [0, length) hold exactly
+ids[0:length]; the committed tokens after that ("pending", normally just the last one) are fed at
+the start of the next forward.
+
+The committed text is the session's state; caches are a rebuildable acceleration: `drop_caches()`
+forgets them and the next step rebuilds them from the text. A step is atomic: if anything in it fails,
+the text, traces and random state are as before it and the caches are rebuilt on the next step.
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import Protocol
 
 import torch
 
+from core.drafters import Drafter, ModelDrafter
 from core.kv_cache import KVCache
 from core.model import CausalLM
 from core.sampling import SamplingConfig
@@ -24,7 +30,8 @@ class SessionError(ValueError):
 
 class Method(Protocol):
     name: str
-    needs_draft: bool
+    needs_draft: bool  # drafts with a drafter (else: AR, or SpecBound's own layers)
+    scratch: int  # cache slots a step may write beyond the committed text
 
     def step(self, s: "Session") -> StepTrace: ...
 
@@ -53,7 +60,9 @@ class Timer:
 class Session:
     def __init__(self, target: CausalLM, method: Method, prompt: str | list[int],
                  sampling: SamplingConfig = SamplingConfig(), max_new_tokens: int = 64,
-                 draft: CausalLM | None = None) -> None:
+                 draft: CausalLM | Drafter | None = None) -> None:
+        """draft: for methods that draft, the draft LM (drafting through a ModelDrafter) or any Drafter
+        made for this session (it holds this session's draft caches)."""
         try:
             sampling.validate()
         except ValueError as exc:
@@ -62,7 +71,10 @@ class Session:
             raise SessionError(f"max_new_tokens must be >= 1 (got {max_new_tokens})")
         if method.needs_draft and draft is None:
             raise SessionError(f"method '{method.name}' needs a draft model")
-        self.target, self.draft, self.method = target, draft, method
+        self.target, self.method = target, method
+        self.drafter: Drafter | None = None
+        if method.needs_draft:
+            self.drafter = ModelDrafter(draft) if isinstance(draft, CausalLM) else draft
         self.sampling, self.max_new_tokens = sampling, max_new_tokens
         if isinstance(prompt, str):
             if not prompt.strip():
@@ -78,16 +90,27 @@ class Session:
         self.stop_reason: str | None = None
         self.gen = torch.Generator(device=target.device).manual_seed(sampling.seed)
         self.tcache: KVCache | None = None  # allocated by the first step, so building a session is cheap
-        self.dcache: KVCache | None = None
         self.prefill_ms = 0.0
+        # caches hold what this session can reach, plus what one step may write beyond it
+        reach = min(target.max_context, len(self.prompt_ids) + max_new_tokens)
+        self.cache_len = reach + getattr(method, "scratch", 64)
 
-    def _prefill(self, lm: CausalLM) -> KVCache:
-        """Cache everything but the last prompt token, which the first step feeds."""
-        cache = lm.new_cache(self.target.max_context)
+    def _prefill(self) -> None:
+        """Cache everything committed but the last token, which the next step feeds (target and drafter)."""
+        self.tcache = self.target.new_cache(self.cache_len)
         head = self.ids[:-1]
+        taps = self.drafter.taps if self.drafter else ()
+        feats = None
         if head:
-            lm.forward(head, range(len(head)), cache)
-        return cache
+            feats = self.target.forward(head, range(len(head)), self.tcache, taps=taps).taps
+        if self.drafter:
+            self.drafter.prefill(self.ids, feats, self.cache_len)
+
+    def drop_caches(self) -> None:
+        """Forget the caches (memory); the next step rebuilds them from the committed text."""
+        self.tcache = None
+        if self.drafter:
+            self.drafter.drop()
 
     @property
     def done(self) -> bool:
@@ -140,16 +163,25 @@ class Session:
 
     @torch.inference_mode()
     def step(self) -> StepTrace:
+        """One step of the method: draft -> verify -> commit -> tell the drafter (see each method)."""
         if self.done:
             raise SessionError(f"generation has finished ({self.stop_reason}); reset to start again")
-        if self.tcache is None:
-            # 0. prefill the target (and the draft, when the method drafts with one)
-            with Timer(self.target.device) as t:
-                self.tcache = self._prefill(self.target)
-                if self.method.needs_draft:
-                    self.dcache = self._prefill(self.draft)
-            self.prefill_ms = t.ms
-        return self.method.step(self)
+        n_ids, n_traces, rng = len(self.ids), len(self.traces), self.gen.get_state()
+        try:
+            if self.tcache is None:
+                # 0. prefill the target (and the drafter) with the committed text
+                with Timer(self.target.device) as t:
+                    self._prefill()
+                self.prefill_ms = t.ms
+            return self.method.step(self)
+        except BaseException:
+            # atomic: the text as before the step; caches rebuilt from it by the next step
+            del self.ids[n_ids:]
+            del self.traces[n_traces:]
+            self.stop_reason = None
+            self.gen.set_state(rng)
+            self.drop_caches()
+            raise
 
     def generate(self) -> GenerationResult:
         t0 = time.perf_counter()

@@ -59,6 +59,9 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     tree.add_argument("--mu", type=float, default=None, help="TALON gate: keep p(u) >= mu * m_d")
     tree.add_argument("--k-init", type=int, default=None, help="TALON: leading levels forced to Top-K")
     tree.add_argument("--depth", type=int, default=None, help="static: depth D (delta = D + 1)")
+    tree.add_argument("--shape-temperature", type=float, default=None,
+                      help="trees see softmax(z / T_shape) of the drafter's logits (ours, not the papers'; "
+                           "verification is untouched, so still lossless); default 1")
     sb = ap.add_argument_group("specbound (defaults: the method's own)")
     sb.add_argument("--alpha", type=float, default=None, help="ACT: T_l = 1 + alpha (1 - l/L)")
     sb.add_argument("--tau-exit", type=float, default=None, help="exit when annealed confidence >= tau_exit")
@@ -76,7 +79,8 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 
 def method_knobs(args: argparse.Namespace) -> dict:
     """Every method knob the user gave (SpecBound's unset ones are left to the method's defaults)."""
-    names = ("gamma", "N", "K", "mu", "k_init", "depth", "alpha", "tau_exit", "d_max", "w_max", "min_exit_layer")
+    names = ("gamma", "N", "K", "mu", "k_init", "depth", "shape_temperature", "alpha", "tau_exit", "d_max", "w_max",
+             "min_exit_layer")
     given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     return {**preset_knobs(args.preset), **given}
 

@@ -1,7 +1,7 @@
 """Name -> decoding method. The CLI, the benchmark and the app build methods only through here."""
 from __future__ import annotations
 
-from core.chain import ARMethod, ChainMethod
+from core.ar import ARMethod
 from core.engine import Method
 
 METHODS = ("ar", "chain", "static", "talon", "specbound")
@@ -12,9 +12,7 @@ def build_method(name: str, **knobs) -> Method:
     namespace of knobs can build any method. Raises ValueError with a user-facing message."""
     if name == "ar":
         return ARMethod()
-    if name == "chain":
-        return ChainMethod(gamma=knobs.get("gamma", 5))
-    if name in ("static", "talon"):
+    if name in ("chain", "static", "talon"):
         from core.tree_method import build_tree_method
         return build_tree_method(name, **knobs)
     if name == "specbound":

@@ -22,6 +22,7 @@ SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 class ForwardOut:
     logits: torch.Tensor  # (T, V), fp32
     hidden: list[torch.Tensor] | None  # L + 1 entries of (T, d): embeddings, then after each layer
+    taps: torch.Tensor | None = None  # (T, len(taps)·d): the requested hidden states side by side
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -58,6 +59,10 @@ class CausalLM:
     @property
     def num_layers(self) -> int:
         return len(self.layers)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.lm_head.out_features
 
     @property
     def max_context(self) -> int:
@@ -143,9 +148,12 @@ class CausalLM:
 
     @torch.inference_mode()
     def forward(self, tokens: list[int] | torch.Tensor, positions: list[int] | torch.Tensor, cache: KVCache,
-                mask: torch.Tensor | None = None, start: int | None = None, return_hidden: bool = False) -> ForwardOut:
+                mask: torch.Tensor | None = None, start: int | None = None, return_hidden: bool = False,
+                taps: tuple[int, ...] = ()) -> ForwardOut:
         """Run new tokens through every layer. K/V are written at slots [start, start + T) (default: cache.length),
-        and cache.length becomes start + T; callers roll back or compact what they do not keep."""
+        and cache.length becomes start + T; callers roll back or compact what they do not keep.
+        `taps`: hidden-state indices (0 = embeddings, i = input of layer i) to return side by side
+        (what a feature-level draft head reads)."""
         tokens = torch.as_tensor(tokens, device=self.device)
         positions = torch.as_tensor(positions, device=self.device)
         start = cache.length if start is None else start
@@ -153,7 +161,8 @@ class CausalLM:
         if mask is None:
             mask = causal_mask(start, T, self.device)
         h = self.embed(tokens)  # (T, d)
-        hidden = [h] if return_hidden else None
+        hidden = [h] if return_hidden or taps else None
         h = self.forward_layers(h, positions, cache, start, mask, 0, self.num_layers, hidden)
         cache.length = start + T
-        return ForwardOut(self.head(h), hidden)
+        tapped = torch.cat([hidden[i] for i in taps], -1) if taps else None  # (T, len(taps)·d)
+        return ForwardOut(self.head(h), hidden if return_hidden else None, tapped)

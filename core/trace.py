@@ -89,7 +89,9 @@ class StepTrace:
     levels: list[LevelTrace] = field(default_factory=list)  # tree policies: one record per depth grown
     pruned: list[PrunedCandidate] = field(default_factory=list)  # best cut candidates per depth (not all of them)
     exits: list[ExitTrace] = field(default_factory=list)  # SpecBound: one per drafted token (+ the one that hit d_max)
-    draft_stop: str | None = None  # why drafting stopped: d_max | w_max | eos | length | gamma | budget | frontier
+    draft_stop: str | None = None  # why drafting stopped: d_max | w_max | eos | length | gamma | budget | frontier | context
+    drafter: str = ""  # who proposed the tree: model | eagle3 | lookup ("" for AR and SpecBound)
+    score_sum: float | None = None  # Σ p(u) over the verified tree: the drafter's own estimate of accepted tokens
     details: dict = field(default_factory=dict)  # method knobs and small method-specific facts
 
     @property

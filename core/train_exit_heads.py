@@ -154,12 +154,13 @@ Top-1 agreement with the final layer on {metrics['tokens']} held-out tokens (fin
 """
 
 
-def write_card(path: Path, section: str) -> None:
-    """Replace our marked section of the model card, or append it; the rest of the card is left alone."""
+def write_card(path: Path, section: str, start: str = CARD_START, end: str = CARD_END) -> None:
+    """Replace a trainer's marked section (from `start` to `end`) of the model card, or append it; the rest
+    of the card is left alone."""
     text = path.read_text() if path.is_file() else ""
-    if CARD_START in text and CARD_END in text:
-        head, rest = text.split(CARD_START, 1)
-        text = head + section.rstrip("\n") + rest.split(CARD_END, 1)[1]
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
     path.write_text(text)

@@ -1,4 +1,6 @@
-"""Tree speculative decoding: a policy (static or TALON) shapes the tree, one target forward verifies it."""
+"""Tree speculative decoding on any drafter: a policy (chain, static, TALON) shapes the tree from the
+drafter's q, one target forward verifies it. A chain is a K = 1 tree, so this is the one step loop of
+every drafted method but SpecBound (which drafts with the target's own layers)."""
 from __future__ import annotations
 
 import time
@@ -6,91 +8,102 @@ from dataclasses import dataclass
 
 import torch
 
-from core.drafting import StaticPolicy, TalonPolicy
+from core.drafters import Drafter
+from core.drafting import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
-from core.sampling import probs
+from core.sampling import draw, probs
 from core.trace import ROOT, DraftNode, StepTrace, TargetChoice
-from core.tree import DraftTree, path_to, tree_attention_mask, tree_positions
-from core.verify import verify_tree
+from core.tree import DraftTree, tree_attention_mask, tree_positions
+from core.verify import TreeVerdict, verify_chain_sampling, verify_tree
+
+Policy = ChainPolicy | StaticPolicy | TalonPolicy
 
 
-class DraftExpander:
-    """Runs the draft model over a growing tree, one batched forward per level, and remembers where
-    each expanded node's K/V went in the draft cache (for compaction after verification)."""
+class Expander:
+    """The policy's view of the drafter: one batched forward per level, timed, turned into q.
 
-    def __init__(self, s: Session) -> None:
-        self.s = s
-        self.base = s.dcache.length  # committed slots already cached
-        self.pending = s.pending(s.dcache)  # committed tokens the draft has not seen yet
-        self.root_pos = len(s.ids) - 1
-        self.slots: dict[int, int] = {}  # pool node -> draft cache slot
+    Trees shape with the drafter's own distribution softmax(z / T_shape) whatever the sampling
+    temperature (verification does not depend on q); a chain uses the sampling distribution, since its
+    tokens are drawn from it and the rejection rule needs that q."""
+
+    def __init__(self, drafter: Drafter, s: Session, chain: bool, shape_temperature: float) -> None:
+        self.drafter, self.s, self.chain, self.T_shape = drafter, s, chain, shape_temperature
         self.ms = 0.0
 
-    def __call__(self, frontier: list[int], tree: DraftTree) -> torch.Tensor:
-        draft, cache = self.s.draft, self.s.dcache
-        with Timer(draft.device) as t:
-            if frontier == [ROOT]:
-                n = len(self.pending)
-                logits = draft.forward(self.pending, range(self.base, self.base + n), cache).logits[-1:]  # (1, V)
+    def __call__(self, frontier: list[int], tree: DraftTree) -> torch.Tensor | None:
+        if len(frontier) > self.drafter.room():
+            return None
+        with Timer(self.s.target.device) as t:
+            z = self.drafter.propose(frontier, tree)  # (F, V)
+            if self.chain:
+                q = probs(z, self.s.sampling)
             else:
-                start = cache.length
-                mask = torch.zeros(len(frontier), start + len(frontier), dtype=torch.bool, device=draft.device)
-                mask[:, : self.base + len(self.pending)] = True  # the committed text
-                rows, cols = [], []
-                for row, node in enumerate(frontier):
-                    for anc in path_to(tree.parents, node)[:-1]:
-                        rows.append(row)
-                        cols.append(self.slots[anc])
-                    rows.append(row)
-                    cols.append(start + row)
-                    self.slots[node] = start + row
-                mask[rows, cols] = True  # ancestors and self
-                positions = [self.root_pos + 1 + tree.depths[f] for f in frontier]
-                tokens = [tree.tokens[f] for f in frontier]
-                logits = draft.forward(tokens, positions, cache, mask=mask).logits  # (F, V)
-            q = torch.softmax(logits, -1)  # shapes with the draft's own distribution, whatever the temperature
+                q = torch.softmax(z.float() / self.T_shape, -1)
+            q = torch.nan_to_num(q)  # a row of -inf (nothing to propose) -> all zeros
         self.ms += t.ms
         return q
 
 
 @dataclass
 class TreeMethod:
-    policy: StaticPolicy | TalonPolicy
+    policy: Policy
+    shape_temperature: float = 1.0  # T_shape: the policy sees softmax(z / T_shape); ours, not the papers'
     needs_draft: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.shape_temperature <= 100:
+            raise ValueError(f"shaping temperature must be in (0, 100] (got {self.shape_temperature})")
 
     @property
     def name(self) -> str:
         return self.policy.name
 
+    @property
+    def scratch(self) -> int:
+        """Cache slots a step may write beyond the committed text (pending tokens + nodes)."""
+        return self.policy.scratch + 2
+
     def step(self, s: Session) -> StepTrace:
         trace = s.new_trace()
-        # 1. grow the tree: the policy's logic, with one batched draft forward per level
-        expand = DraftExpander(s)
+        drafter = s.drafter
+        chain = isinstance(self.policy, ChainPolicy)
+        pending, base = s.pending(s.tcache), s.tcache.length
+        P = len(pending)
+        # 1. draft: the policy grows the tree, one batched drafter forward per level
         t0 = time.perf_counter()
-        grown = self.policy.grow(expand, max_depth=s.remaining - 1)  # deeper nodes could never be committed
+        drafter.begin(s.ids)
+        expand = Expander(drafter, s, chain, self.shape_temperature)
+        pick = None if s.sampling.greedy else (lambda q: draw(q, s.gen))
+        room = s.tcache.max_len - base - P  # tree nodes the target's cache can take this step
+        grown = self.policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)
         trace.build_ms = (time.perf_counter() - t0) * 1000 - expand.ms
         trace.draft_ms, trace.delta = expand.ms, grown.forwards
         tree = grown.tree
-        # 2. one target forward over [pending, tree] with the tree attention mask
+        # 2. verify: one target forward over [pending, tree] with the tree attention mask
         with Timer(s.target.device) as t_verify:
-            pending, base = s.pending(s.tcache), s.tcache.length
-            P = len(pending)
             mask = tree_attention_mask(tree.parents, base, P, s.target.device)
             positions = list(range(base, base + P)) + tree_positions(tree.depths, base + P)
-            logits = s.target.forward(pending + tree.tokens, positions, s.tcache, mask=mask).logits[P - 1:]  # (1+n, V)
+            out = s.target.forward(pending + tree.tokens, positions, s.tcache, mask=mask, taps=drafter.taps)
+            logits = out.logits[P - 1:]  # (1 + n, V): row 0 the root, row 1 + i node i
             p = probs(logits, s.sampling)
-            verdict = verify_tree(tree.children(), logits, p, s.sampling.greedy, s.gen)
+            if chain and not s.sampling.greedy:
+                verdict = chain_verdict(tree, grown, p, s)
+            else:
+                verdict = verify_tree(tree.children(), logits, p, s.sampling.greedy, s.gen)
         trace.verify_ms, trace.target_forwards = t_verify.ms, 1
-        # 3. keep the accepted path's K/V in both caches, drop the rest
+        # 3. commit: keep the accepted path's K/V in the target's cache, drop the rest
         s.tcache.compact([base + P + i for i in verdict.path], start=base + P)
-        fed = [expand.slots[grown.pool_index[i]] for i in verdict.path if grown.pool_index[i] in expand.slots]
-        if s.dcache.length > expand.base:  # the draft ran this step
-            s.dcache.compact(fed, start=expand.base + len(expand.pending))
-        # 4. the trace: every node with what the target thought of it
-        self._record(s, trace, grown, p, verdict)
-        return s.finish_trace(trace, [tree.tokens[i] for i in verdict.path] + [verdict.bonus])
+        self._record(s, trace, grown, p, verdict, drafter.name)
+        s.finish_trace(trace, [tree.tokens[i] for i in verdict.path] + [verdict.bonus])
+        # 4. tell the drafter what was accepted (and the target's states there, when it reads them)
+        feats = None
+        if out.taps is not None:
+            feats = out.taps[torch.tensor(list(range(P)) + [P + i for i in verdict.path], device=out.taps.device)]
+        drafter.accept([grown.pool_index[i] for i in verdict.path], feats)
+        return trace
 
-    def _record(self, s: Session, trace: StepTrace, grown, p: torch.Tensor, verdict) -> None:
+    def _record(self, s: Session, trace: StepTrace, grown: GrowResult, p: torch.Tensor, verdict: TreeVerdict,
+                drafter: str) -> None:
         tree = grown.tree
         visited = {ROOT, *verdict.path}
         accepted = set(verdict.path)
@@ -107,14 +120,30 @@ class TreeMethod:
             c.text = s.text_of(c.token_id)
         trace.pruned = grown.pruned
         trace.draft_stop = grown.stop
-        trace.details = {"policy": self.name, **{k: v for k, v in vars(self.policy).items() if k != "name"},
-                         "nodes": len(tree), "budget_counts_root": False}
+        trace.drafter = drafter
+        trace.score_sum = sum(tree.scores)
+        knobs = {k: v for k, v in vars(self.policy).items() if k != "name"}
+        trace.details = {"policy": self.name, **knobs, "nodes": len(tree), "budget_counts_root": False,
+                         "drafter": drafter, "shape_temperature": self.shape_temperature,
+                         "residual": verdict.residual}
+
+
+def chain_verdict(tree: DraftTree, grown: GrowResult, p: torch.Tensor, s: Session) -> TreeVerdict:
+    """The standard rejection rule for a sampled chain (residual max(0, p - q) on the first rejection),
+    in the tree walk's terms."""
+    q = torch.stack(grown.q_rows) if grown.q_rows else p[:0]  # (γ, V)
+    v = verify_chain_sampling(tree.tokens, q, p, s.gen)
+    choices = [(i - 1 if i else ROOT, tree.tokens[i], float(p[i, tree.tokens[i]])) for i in range(v.accepted)]
+    choices.append((v.accepted - 1 if v.accepted else ROOT, v.bonus, float(p[v.accepted, v.bonus])))
+    return TreeVerdict(list(range(v.accepted)), choices, residual=v.residual)
 
 
 def build_tree_method(name: str, N: int = 60, K: int = 10, mu: float = 0.03, k_init: int = 1, depth: int = 8,
-                      **_ignored) -> TreeMethod:
+                      gamma: int = 5, shape_temperature: float = 1.0, **_ignored) -> TreeMethod:
     if name == "talon":
-        return TreeMethod(TalonPolicy(N=N, K=K, mu=mu, k_init=k_init))
+        return TreeMethod(TalonPolicy(N=N, K=K, mu=mu, k_init=k_init), shape_temperature)
     if name == "static":
-        return TreeMethod(StaticPolicy(N=N, K=K, depth=depth))
+        return TreeMethod(StaticPolicy(N=N, K=K, depth=depth), shape_temperature)
+    if name == "chain":
+        return TreeMethod(ChainPolicy(gamma=gamma))
     raise ValueError(f"unknown tree method '{name}'")

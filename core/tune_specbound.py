@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.chain import ARMethod
+from core.ar import ARMethod
 from core.engine import Session
 from core.loading import DEFAULT_TARGET, load_model
 from core.prompts import ASSET_PROMPTS, read_prompts

@@ -45,6 +45,7 @@ def verify_chain_sampling(drafted: list[int], q: torch.Tensor, p: torch.Tensor, 
 class TreeVerdict:
     path: list[int]  # accepted node indices, root downwards
     choices: list[tuple[int, int, float]]  # (at: ROOT or node, token the target picked, its probability)
+    residual: bool = False  # sampled chains: the bonus came from the residual max(0, p - q)
 
     @property
     def bonus(self) -> int:

@@ -40,7 +40,7 @@ def compare(target: CausalLM, prompt_ids: list[int], ref: list[int], got: list[i
 
 def check_greedy_equivalence(target, draft, prompts, methods, max_new_tokens=32) -> Report:
     """Run AR and every method on every prompt (greedy) and compare token for token."""
-    from core.chain import ARMethod
+    from core.ar import ARMethod
     report = Report()
     for n, prompt in enumerate(prompts):
         ar = Session(target, ARMethod(), prompt, max_new_tokens=max_new_tokens).generate()

@@ -1,12 +1,12 @@
 """Greedy chain speculative decoding reproduces greedy AR decoding token for token."""
-from core.chain import ChainMethod
+from core.methods import build_method
 from tests.equivalence import assert_equivalent, check_greedy_equivalence
 
 
 def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompts):
     prompts = heldout_prompts[:20]
     assert len(prompts) >= 20
-    methods = [(f"chain γ={g}", ChainMethod(gamma=g)) for g in (1, 3, 6)]
+    methods = [(f"chain γ={g}", build_method("chain", gamma=g)) for g in (1, 3, 6)]
     report = check_greedy_equivalence(target, draft, prompts, methods)
     assert report.compared == 60
     assert_equivalent(report)
@@ -14,7 +14,7 @@ def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompt
 
 def test_chain_trace_records_the_step(target, draft, heldout_prompts):
     from core.engine import Session
-    s = Session(target, ChainMethod(gamma=4), heldout_prompts[0], max_new_tokens=16, draft=draft)
+    s = Session(target, build_method("chain", gamma=4), heldout_prompts[0], max_new_tokens=16, draft=draft)
     t = s.step()
     assert t.delta == 4 and t.target_forwards == 1 and len(t.nodes) == 4
     assert t.tau == t.accepted + 1 == len(t.committed_ids)

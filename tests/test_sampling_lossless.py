@@ -8,9 +8,9 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-import core.chain
-from core.chain import ChainMethod
+import core.tree_method
 from core.engine import Session
+from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs, top_p_filter, uniform
 from core.verify import ChainVerdict, verify_chain_sampling
 from tests.tiny_models import tiny_lm
@@ -76,7 +76,7 @@ def first_token_counts(target, draft, cfg_base: SamplingConfig, runs: int, gamma
     counts = np.zeros(target.config.vocab_size)
     for seed in range(runs):
         cfg = SamplingConfig(cfg_base.temperature, cfg_base.top_p, seed)
-        s = Session(target, ChainMethod(gamma=gamma), prompt, cfg, max_new_tokens=4, draft=draft)
+        s = Session(target, build_method("chain", gamma=gamma), prompt, cfg, max_new_tokens=4, draft=draft)
         counts[s.step().committed_ids[0]] += 1
     return counts
 
@@ -95,7 +95,7 @@ def test_chain_sampling_end_to_end_matches_target(cfg):
 
 
 def test_end_to_end_check_rejects_the_broken_sampler(monkeypatch):
-    monkeypatch.setattr(core.chain, "verify_chain_sampling", broken_verify)
+    monkeypatch.setattr(core.tree_method, "verify_chain_sampling", broken_verify)
     cfg = SamplingConfig(1.0, 1.0)
     target, draft = tiny_lm("llama", seed=0), tiny_lm("llama", seed=7, num_hidden_layers=1)
     counts = first_token_counts(target, draft, cfg, runs=1500)

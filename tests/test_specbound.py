@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import core.specbound
-from core.chain import ARMethod
+from core.ar import ARMethod
 from core.engine import Session
 from core.exit_heads import ExitHeads
 from core.sampling import SamplingConfig

@@ -45,7 +45,7 @@ def test_caches_after_tree_steps_equal_running_the_committed_tokens_autoregressi
                     draft=draft)
         for _ in range(4):
             s.step()
-        for lm, cache in ((target, s.tcache), (draft, s.dcache)):
+        for lm, cache in ((target, s.tcache), (draft, s.drafter.cache)):
             n = cache.length
             assert n >= len(s.ids) - 2  # only the pending tail is missing
             ref = ar_cache(lm, s.ids[:n])

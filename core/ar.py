@@ -1,0 +1,29 @@
+"""The autoregressive baseline: one target forward, one token. Every method must reproduce it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.engine import Session, Timer
+from core.sampling import choose, probs
+from core.trace import ROOT, StepTrace, TargetChoice
+
+
+@dataclass
+class ARMethod:
+    name: str = "ar"
+    needs_draft: bool = False
+    scratch: int = 1
+
+    def step(self, s: Session) -> StepTrace:
+        trace = s.new_trace()
+        with Timer(s.target.device) as t:
+            # 1. one target forward over the pending token(s)
+            pending = s.pending(s.tcache)
+            start = s.tcache.length
+            logits = s.target.forward(pending, range(start, start + len(pending)), s.tcache).logits[-1]  # (V,)
+            # 2. the target's own choice, from exactly the distribution verification uses
+            dist = probs(logits, s.sampling)
+            tok = choose(logits, dist, s.sampling, s.gen)
+        trace.verify_ms, trace.target_forwards = t.ms, 1
+        trace.choices = [TargetChoice(ROOT, tok, s.text_of(tok), float(dist[tok]))]
+        return s.finish_trace(trace, [tok])

@@ -1,0 +1,248 @@
+"""Train an EAGLE-3 draft head for the embedded target, reproducibly, on this machine.
+
+    python -m core.train_eagle3 --target assets/models/target --out assets/models/eagle3 --work .cache/eagle3
+
+Features come from the frozen target over the same stdlib corpus and train / held-out split as the
+embedded models (core/corpus.py). Each batch runs the target once (hidden states entering layers 2,
+L//2, L-3 and its logits), then unrolls the head for `--ttt` steps ("training-time test"): step 0 reads
+the target's fused state, step k reads the head's own state from step k-1 at the same position, one
+token further on, attending to the step-0 entries of the context plus its own earlier steps at that
+position — exactly what a node at depth k sees while drafting a tree. The loss at step k is the soft
+cross-entropy to the target's distribution restricted to the draft vocabulary, weighted 0.8^k.
+
+The draft vocabulary is the `--draft-vocab` most frequent target tokens of the training text; a token
+outside it cannot be drafted (verification stays exact either way). Resumable from --work; the data
+order depends only on seed and step. On a CPU it runs in fp32: bf16 autocast made this one-layer head's
+masked attention and its backward ~10x slower here.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+from core.corpus import source_files, split
+from core.eagle3 import EagleConfig, EagleHead, feature_layers
+from core.eagle3_io import save_head
+from core.train_embedded import batch, lr_at
+from core.train_exit_heads import write_card
+from core.train_utils import autocast, pick_device
+
+STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
+CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which core/model_card.py keeps
+CARD_END = "<!-- end of the EAGLE-3 section, written by core/train_eagle3.py -->"
+
+
+def card_section(m: dict, mb: float) -> str:
+    a = m["args"]
+    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in a.items() if k not in ("device", "card") and v is not None)
+    steps = " | ".join(f"{x:.3f}" for x in m["agreement"])
+    ce = " | ".join(f"{x:.3f}" for x in m["soft_ce"])
+    cols = " | ".join(f"step {k + 1}" for k in range(len(m["agreement"])))
+    return f"""{CARD_START}
+
+`eagle3/`: an EAGLE-3 head for the target in the published SafeAILab/EAGLE layout (`config.json` with
+`draft_vocab_size`, `model.safetensors` with `fc`, `midlayer.*`, `norm`, `lm_head`, `d2t`, `t2d`; fp16,
+{mb:.2f} MB). It reads the target's hidden states entering layers 2, L//2, L-3, one decoder layer of width
+{a.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
+({m['draft_vocab_coverage']:.1%} of training tokens). Trained by
+`python -m core.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
+{m['train_s'] / 60:.1f} min on 2 CPU cores shared with other work), {a['ttt']} unrolled draft steps per position
+(training-time test, loss weights 0.8^k), soft cross-entropy to the target's distribution over the draft
+vocabulary, warm-started as a logit lens of the high feature.
+
+Held-out ({m['heldout_tokens']:,} tokens of the held-out files; step k = a token k-1 levels below the root,
+its ancestors correct):
+
+| | {cols} |
+|---|{'---|' * len(m['agreement'])}
+| top-1 agreement with the target's greedy choice | {steps} |
+| soft cross-entropy to the target (nats) | {ce} |
+{CARD_END}
+"""
+
+
+def encode(tokenizer: PreTrainedTokenizerFast, files: list) -> np.ndarray:
+    eot = tokenizer.eos_token_id
+    ids: list[int] = []
+    for f in tqdm(files, desc="encode", unit="file"):
+        ids.extend(tokenizer(f.read(), add_special_tokens=False)["input_ids"])
+        ids.append(eot)
+    return np.asarray(ids, dtype=np.uint16)
+
+
+def corpus(tokenizer: PreTrainedTokenizerFast, work: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(train ids, held-out ids), cached in --work."""
+    paths = work / "train_ids.npy", work / "heldout_ids.npy"
+    if not all(p.exists() for p in paths):
+        train, heldout = split(source_files())
+        np.save(paths[0], encode(tokenizer, train))
+        np.save(paths[1], encode(tokenizer, heldout))
+    return np.load(paths[0]), np.load(paths[1])
+
+
+def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int) -> EagleHead:
+    """A head the size of the target's layers, warm-started so it begins as a logit lens of the
+    high feature: lm_head and norm from the target's, fc picking the high block, zeroed output
+    projections (the decoder layer starts as the identity on the state)."""
+    tc = target.config
+    vocab = tc.vocab_size
+    cfg = EagleConfig(hidden_size=tc.hidden_size, num_attention_heads=tc.num_attention_heads,
+                      num_key_value_heads=tc.num_key_value_heads, intermediate_size=tc.intermediate_size,
+                      vocab_size=vocab, draft_vocab_size=len(draft_ids), rms_norm_eps=tc.rms_norm_eps,
+                      rope_theta=getattr(tc, "rope_theta", 10000.0), max_position_embeddings=ttt_ctx)
+    head = EagleHead(cfg)
+    H = tc.hidden_size
+    with torch.no_grad():
+        head.lm_head.weight.copy_(target.lm_head.weight[draft_ids])
+        head.norm.weight.copy_(target.model.norm.weight)
+        head.fc.weight.zero_()
+        head.fc.weight[:, 2 * H:] = torch.eye(H)
+        head.midlayer.self_attn.o_proj.weight.zero_()
+        head.midlayer.mlp.down_proj.weight.zero_()
+        if head.reduced:
+            head.d2t.copy_(draft_ids - torch.arange(len(draft_ids)))
+            head.t2d.zero_()
+            head.t2d[draft_ids] = True
+    return head
+
+
+def ttt_mask(T: int, k: int, device: torch.device) -> torch.Tensor:
+    """(T, (k+1)T) bool for unrolled step k: causal over the step-0 entries, then, for each later
+    step, only the entry at the query's own position (its ancestors in a drafted chain)."""
+    blocks = [torch.ones(T, T, dtype=torch.bool, device=device).tril()]
+    blocks += [torch.eye(T, dtype=torch.bool, device=device)] * k
+    return torch.cat(blocks, dim=1)
+
+
+def unrolled(head: EagleHead, target, x: torch.Tensor, steps: int, draft_ids: torch.Tensor):
+    """x: (B, S) token ids. Yields, per unrolled step k, (head logits (B, T, Vd), teacher logits over the
+    draft vocabulary (B, T, Vd), the target's full-vocabulary argmax (B, T)), with T = S - steps."""
+    B, S = x.shape
+    T = S - steps
+    with torch.no_grad():
+        out = target(input_ids=x, output_hidden_states=True)
+        hs = out.hidden_states
+        feats = torch.cat([hs[i] for i in feature_layers(len(hs) - 1)], -1)[:, :T]  # (B, T, 3H)
+        t_logits = out.logits  # (B, S, V): row j predicts x_{j+1}
+    emb_table = target.model.embed_tokens
+    pos0 = torch.arange(T, device=x.device).expand(B, T)
+    state = head.fc(feats)  # (B, T, H)
+    keys, values = [], []
+    for k in range(steps):
+        emb = emb_table(x[:, 1 + k: 1 + k + T]).detach()  # token x_{t+1+k}
+        q, kk, vv = head.qkv(emb, state, pos0 + k)
+        keys.append(kk)
+        values.append(vv)
+        state = head.attend(state, q, torch.cat(keys, 2), torch.cat(values, 2), ttt_mask(T, k, x.device))
+        teacher = t_logits[:, 1 + k: 1 + k + T]  # predicts x_{t+2+k}
+        yield head.logits(state), teacher[..., draft_ids], teacher.argmax(-1)
+
+
+def step_loss(head_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
+    """Soft cross-entropy to the target's distribution over the draft vocabulary."""
+    target_p = torch.softmax(teacher_logits.float(), -1)
+    return -(target_p * F.log_softmax(head_logits.float(), -1)).sum(-1).mean()
+
+
+@torch.no_grad()
+def evaluate(head: EagleHead, target, data: np.ndarray, steps: int, draft_ids: torch.Tensor,
+             tokens: int, seq_len: int) -> dict:
+    """Held-out top-1 agreement with the target's greedy choice (full vocabulary) and soft CE, per step."""
+    head.eval()
+    agree = [0] * steps
+    ce = [0.0] * steps
+    n = 0
+    for s in range(0, min(len(data) - seq_len - steps, tokens), seq_len):
+        x = torch.from_numpy(data[s: s + seq_len + steps].astype(np.int64))[None]
+        for k, (hl, tl, top) in enumerate(unrolled(head, target, x, steps, draft_ids)):
+            agree[k] += int((draft_ids[hl.argmax(-1)] == top).sum())
+            ce[k] += float(step_loss(hl, tl)) * top.numel()
+        n += x.shape[1] - steps
+    head.train()
+    return {"heldout_tokens": n, "agreement": [a / n for a in agree], "soft_ce": [c / n for c in ce]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", default="assets/models/target")
+    ap.add_argument("--out", default="assets/models/eagle3")
+    ap.add_argument("--work", default=".cache/eagle3")
+    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--seq-len", type=int, default=512)
+    ap.add_argument("--ttt", type=int, default=4, help="unrolled draft steps per position")
+    ap.add_argument("--draft-vocab", type=int, default=4096)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--eval-tokens", type=int, default=32768)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--card", default=None, help="model card to write the metrics section into")
+    args = ap.parse_args(argv)
+    work, out = Path(args.work), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    device = pick_device(args.device)
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval().to(device)
+    for p in target.parameters():
+        p.requires_grad_(False)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(args.target)
+    train, heldout = corpus(tokenizer, work)
+    counts = np.bincount(train, minlength=target.config.vocab_size)
+    draft_ids = torch.from_numpy(np.sort(np.argsort(-counts, kind="stable")[: args.draft_vocab])).to(device)
+    coverage = counts[draft_ids.cpu().numpy()].sum() / counts.sum()
+    print(f"corpus: {len(train):,} train tokens, {len(heldout):,} held-out; draft vocabulary covers {coverage:.1%}")
+
+    torch.manual_seed(args.seed)
+    head = new_head(target, draft_ids.cpu(), args.seq_len).to(device)
+    opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
+                            weight_decay=0.0)
+    ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
+    start, elapsed = 0, 0.0
+    if ckpt.exists():
+        state = torch.load(ckpt, map_location=device)
+        head.load_state_dict(state["head"])
+        opt.load_state_dict(state["opt"])
+        start, elapsed = state["step"], state.get("elapsed_s", 0.0)
+        print(f"resuming at step {start}")
+    head.train()
+    t0 = time.time()
+    bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, args.steps, args.lr, warmup=min(50, args.steps // 10 + 1))
+        x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
+        loss = torch.zeros((), device=device)
+        with autocast(device) if device.type == "cuda" else contextlib.nullcontext():
+            for k, (hl, tl, _) in enumerate(unrolled(head, target, x, args.ttt, draft_ids)):
+                loss = loss + STEP_WEIGHT ** k * step_loss(hl, tl)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+        with log.open("a") as fh:
+            fh.write(json.dumps({"step": step, "loss": loss.item(), "s": elapsed + time.time() - t0}) + "\n")
+        if (step + 1) % 50 == 0 or step + 1 == args.steps:
+            torch.save({"head": head.state_dict(), "opt": opt.state_dict(), "step": step + 1,
+                        "elapsed_s": elapsed + time.time() - t0}, ckpt)
+    train_s = elapsed + time.time() - t0
+    metrics = evaluate(head, target, heldout, args.ttt, draft_ids, args.eval_tokens, args.seq_len)
+    metrics.update(train_s=train_s, train_tokens=args.steps * args.batch_size * args.seq_len,
+                   draft_vocab_coverage=float(coverage), args=vars(args))
+    save_head(head, out, metrics)
+    if args.card is not None:
+        mb = (out / "model.safetensors").stat().st_size / 1e6
+        write_card(Path(args.card), card_section(metrics, mb), CARD_START, CARD_END)
+    print(json.dumps({k: v for k, v in metrics.items() if k != "args"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
