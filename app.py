@@ -23,6 +23,7 @@ from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep
 from ui.tune import SWEEPS, symbol
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
+HEAD = "<script>" + (Path(__file__).parent / "assets" / "app.js").read_text(encoding="utf-8") + "</script>"
 SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
 MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
 THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS)  # plain names: nothing fetched from outside
@@ -37,8 +38,10 @@ def run_state() -> gr.State:
 
 def knob_input(k: Knob):
     if k.name == "seed":
-        return gr.Number(value=k.default, precision=0, minimum=k.minimum, maximum=k.maximum, label=k.label, info=k.info)
-    return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.label, info=k.info)
+        return gr.Number(value=k.default, precision=0, minimum=k.minimum, maximum=k.maximum, label=k.label, info=k.info,
+                         elem_classes="ss-knob")
+    return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.label, info=k.info,
+                     elem_classes="ss-knob", min_width=200)
 
 
 def outcomes_block(state, prefix: str) -> list:
@@ -46,8 +49,8 @@ def outcomes_block(state, prefix: str) -> list:
     gr.Markdown("### Outcomes")
     text = gr.HTML(elem_classes="ss-outcome-text")
     with gr.Row():
-        timeline = gr.Plot(label="τ and δ per step")
-        scatter = gr.Plot(label="(δ, τ) vs Oracle")
+        timeline = gr.Plot(show_label=False, elem_id=f"{prefix}-timeline", min_width=300)
+        scatter = gr.Plot(show_label=False, elem_id=f"{prefix}-scatter", min_width=300)
     stats = gr.HTML(elem_id=f"{prefix}-stats")
     again = gr.Button("Re-measure the AR baseline", size="sm", elem_id=f"{prefix}-remeasure")
     again.click(remeasure, [state], [stats], api_name=f"{prefix}_remeasure", concurrency_id=ENGINE)
@@ -180,8 +183,9 @@ def compare_tab(models: list) -> None:
             max_new = gr.Slider(8, 128, value=48, step=1, label="max new tokens")
             temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy")
             go = gr.Button("Run all methods", variant="primary")
-    table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True)
-    plot = gr.Plot(label="MAT and speed-up", elem_id="compare-plot")
+    table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
+                         column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
+    plot = gr.Plot(show_label=False, elem_id="compare-plot")
     go.click(run_compare, [prompt, max_new, temperature, *models], [table, plot], api_name="compare",
              concurrency_id=ENGINE)
 
@@ -243,7 +247,7 @@ def warm_up() -> None:
 def main() -> None:
     demo = build_demo()
     threading.Thread(target=warm_up, daemon=True).start()
-    demo.launch(theme=THEME, css=CSS, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+    demo.launch(theme=THEME, css=CSS, head=HEAD, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=False,
                 state_session_capacity=state_capacity())
 

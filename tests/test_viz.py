@@ -10,8 +10,8 @@ from viz.html import budget_html, levels_html, stats_html, text_html, token_orig
 from viz.outcome_figs import compare_bars, oracle_scatter, sweep_heatmap, tau_delta_timeline
 from viz.palette import STATUS_COLORS
 from viz.stats import Baseline, lossless_check, run_stats
-from viz.tree_fig import tree_figure
-from viz.tree_layout import build_graph, tidy_layout
+from viz.tree_fig import short, tree_figure
+from viz.tree_layout import MAX_SLOTS, build_graph, collapse_wide, leaves, tidy_layout
 
 from tests.viz_fixtures import chain_of, specbound_example, talon_example, wide_tree
 
@@ -78,8 +78,29 @@ def test_layout_readable_at_96_nodes(trace):
         by_level.setdefault(level, []).append(x)
     for xs in by_level.values():  # no two nodes of a level share a spot
         assert len(set(xs)) == len(xs)
-    fig = tree_figure(trace)
-    assert sum(len(t.x) for t in fig.data if t.meta in ("accepted", "rejected", "unreached")) == 96
+    fig = tree_figure(trace, show_pruned=False)
+    shown = sum(len(t.x) for t in fig.data if t.meta in ("accepted", "rejected", "unreached"))
+    groups = by_meta(fig, "more")
+    folded = sum(int(text[1:]) for t in groups for text in t.text)
+    assert shown + folded == 96  # every node is drawn or counted in a "+k more" group
+    assert leaves(collapse_wide(build_graph(trace, False), set())) <= MAX_SLOTS  # columns a half panel can hold
+    if groups:
+        assert all("more</b> nodes here" in h for h in groups[0].hovertext)
+    xs = [x for t in fig.data if t.meta for x in t.x]
+    lo, hi = fig.layout.xaxis.range
+    assert lo < min(xs) - 0.5 and hi > max(xs) + 0.5  # edge nodes and their labels stay inside
+
+
+def test_folding_keeps_the_accepted_path_and_labels_say_when_cut():
+    t = wide_tree(96, 12)
+    t.nodes[95].status, t.nodes[95 % 12].status = "accepted", "accepted"
+    t.accepted_path = [95 % 12, 95]
+    t.choices[-1].at, t.choices[-1].text = 95, "assertEqual"
+    fig = tree_figure(t)
+    accepted = by_meta(fig, "accepted")[0]
+    assert len(accepted.x) == 2 and "w95" in accepted.text
+    assert by_meta(fig, "bonus")[0].text[0] == "assertEqual"  # whole, not cut at 8 characters
+    assert short("a_very_long_token_name", 10) == "a_very_lo…"
 
 
 def test_empty_and_ar_steps_draw_a_hint():
@@ -138,6 +159,19 @@ def test_exit_bars_and_stop_reason():
     assert fig.data[0].marker.color[0] == STATUS_COLORS["accepted"]
     assert "d_max" in why_stopped(t) and "d_max = 4" in why_stopped(t)
     assert confidence_heatmap(None).layout.annotations
+
+
+def test_run_heatmap_spans_every_step_and_highlights_the_current_one():
+    from viz.run_heatmap import run_heatmap
+    steps = [specbound_example(), specbound_example()]
+    steps[1].index = 1
+    fig = run_heatmap(steps, 0, annealed=True)
+    cols = 2 * len(steps[0].exits)
+    assert len(fig.data[0].z[0]) == cols and fig.layout.title.text.startswith("Layer × token confidence")
+    current = [s for s in fig.layout.shapes if s.name == "current step"]
+    assert len(current) == 1 and current[0].x0 == -0.5 and current[0].x1 == len(steps[0].exits) - 0.5
+    assert list(fig.layout.xaxis.ticktext)[0].startswith("s1·") and list(fig.layout.xaxis.ticktext)[-1].startswith("s2·")
+    assert run_heatmap([], None).layout.annotations
 
 
 def test_stop_reason_is_worded_per_method():

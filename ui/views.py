@@ -9,8 +9,9 @@ import plotly.graph_objects as go
 from ui.run import Run
 from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
 from viz.html import budget_html, levels_html, message_html, stats_html, text_html
+from viz.run_heatmap import run_heatmap
 from viz.outcome_figs import oracle_scatter, tau_delta_timeline
-from viz.tree_fig import tree_figure
+from viz.tree_fig import natural_height, tree_figure
 
 
 @dataclass
@@ -64,14 +65,15 @@ def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> T
     trace = None if index is None else run.traces[index]
     shadow = None if index is None else run.shadows.get(index)
     title = "" if trace is None else f"{run.config.method.upper()} · step {index + 1} · τ = {trace.tau}, δ = {trace.delta}"
+    height = max(natural_height(trace), natural_height(shadow))  # side by side: levels line up
     if shadow is None:
-        static = tree_figure(None, title="Static EAGLE-style tree (same prefix, same N)")
+        static = tree_figure(None, title="Static EAGLE-style tree (same prefix, same N)", height=height)
         if trace is not None:
             static.layout.annotations[0].text = "Computing the static tree for this prefix…"
     else:
         static = tree_figure(shadow, show_pruned, f"STATIC (D={shadow.details.get('depth')}, same N) · "
-                                                  f"τ = {shadow.tau}, δ = {shadow.delta}")
-    return TreeView(tree_figure(trace, show_pruned, title), static, budget_html(trace), levels_html(trace),
+                                                  f"τ = {shadow.tau}, δ = {shadow.delta}", height)
+    return TreeView(tree_figure(trace, show_pruned, title, height), static, budget_html(trace), levels_html(trace),
                     outcomes(run, index))
 
 
@@ -88,4 +90,5 @@ def exit_view(run: Run | None, index: int | None, annealed: bool = True) -> Exit
     trace = None if index is None else run.traces[index]
     why = message_html("No step yet.") if trace is None else (
         budget_html(trace) + message_html(why_stopped(trace)) + message_html(heads_note(trace)))
-    return ExitView(confidence_heatmap(trace, annealed), exit_bars(trace), why, outcomes(run, index))
+    heatmap = confidence_heatmap(None) if trace is None else run_heatmap(run.traces, index, annealed)
+    return ExitView(heatmap, exit_bars(trace), why, outcomes(run, index))

@@ -103,7 +103,7 @@ def levels_html(trace: StepTrace | None) -> str:
         f"<td>{_fmt(lv.gate, '.3g')}</td><td>{lv.kept}</td><td>{lv.cut_by_gate}</td><td>{lv.cut_by_budget}</td>"
         f"<td>{lv.cut_by_topk}</td><td>{lv.budget_left}</td></tr>" for lv in trace.levels)
     stop = f"<div><small>{escape(why_stopped(trace))}</small></div>" if trace.draft_stop else ""
-    return f'<table class="ss-levels">{head}{body}</table>{stop}'
+    return f'<div class="ss-tablewrap"><table class="ss-levels">{head}{body}</table></div>{stop}'
 
 
 def message_html(text: str) -> str:

@@ -12,8 +12,9 @@ from viz.palette import FONT, METHOD_COLORS
 def _base(height: int, title: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=50, r=20, t=40, b=40), title=dict(text=title, x=0.01),
-                      legend=dict(orientation="h", y=-0.2))
+                      margin=dict(l=50, r=20, t=72, b=44), title=dict(text=title, x=0.01, y=0.98, yanchor="top"),
+                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=11)))
+    # the legend sits between the title and the plot, so it never covers an axis title
     return fig
 
 
@@ -45,7 +46,7 @@ def oracle_scatter(series: dict[str, list[StepTrace]], height: int = 300) -> go.
                                  hovertext=[f"step {t.index + 1}: δ={t.delta}, τ={t.tau}" for t in traces],
                                  hoverinfo="text"))
     fig.add_trace(go.Scatter(x=[0, top + 1], y=[0, top + 1], mode="lines", name="Oracle τ = δ",
-                             line=dict(color="#444", dash="dash"), meta="oracle"))
+                             line=dict(color="#888", dash="dash"), meta="oracle"))
     fig.update_xaxes(title="δ (draft forwards)", range=[-0.3, top + 1])
     fig.update_yaxes(title="τ (tokens committed)", range=[0, top + 1])
     return fig
@@ -59,7 +60,7 @@ def compare_bars(rows: list[dict], height: int = 320) -> go.Figure:
     fig.add_trace(go.Bar(x=names, y=[r["mat"] for r in rows], marker_color=colors, showlegend=False), 1, 1)
     fig.add_trace(go.Bar(x=names, y=[r.get("speedup") or 0 for r in rows], marker_color=colors,
                          showlegend=False), 1, 2)
-    fig.add_hline(y=1, line=dict(color="#444", dash="dash"), row=1, col=2)
+    fig.add_hline(y=1, line=dict(color="#888", dash="dash"), row=1, col=2)
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
                       margin=dict(l=40, r=20, t=40, b=40))
     return fig

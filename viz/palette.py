@@ -6,8 +6,9 @@ STATUS_COLORS = {
     "rejected": "#d73027",  # red: the target saw it and picked something else
     "unreached": "#9e9e9e",  # grey: its parent was never accepted, so the target never judged it
     "pruned": "#8c8c8c",  # faint: scored by the policy but cut (gate, budget, Top-K, rerank)
-    "root": "#253494",  # the last committed token
+    "root": "#3f6fd8",  # the last committed token (mid blue: visible on light and dark)
     "bonus": "#f4a500",  # the target's own token that ends every step
+    "more": "#b0b0b0",  # a folded group of children ("+27 more")
 }
 STATUS_LABELS = {
     "accepted": "accepted by the target",
@@ -15,6 +16,7 @@ STATUS_LABELS = {
     "unreached": "never reached",
     "pruned": "pruned (scored, not kept)",
     "bonus": "bonus token (target's choice)",
+    "more": "folded children (hover to list)",
 }
 # Soft background hues that cycle step by step in the generated text.
 STEP_HUES = ["#deebf7", "#fee6ce", "#e5f5e0", "#efedf5", "#fde0dd", "#f7fcb9", "#e0f3f8", "#fff2cc"]

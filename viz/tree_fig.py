@@ -8,14 +8,27 @@ import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS
-from viz.tree_layout import ROOT_KEY, build_graph, node_key, tidy_layout
+from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
-LABEL_LIMIT = 40  # above this many visible nodes, token text moves to hover only
+LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, only the accepted path
+LEVEL_PX = 62  # vertical room per depth: a two-line level label and a token label between rows
 
 
 def show_token(text: str) -> str:
     """Whitespace made visible, so '\\n' and ' ' tokens can be told apart in a plot."""
     return repr(text)[1:-1] if text.strip() else repr(text)
+
+
+def short(text: str, limit: int = 10) -> str:
+    """A token label that says when it was cut (hover always has the whole token)."""
+    t = show_token(text)
+    return t if len(t) <= limit else t[: limit - 1] + "…"
+
+
+def natural_height(trace: StepTrace | None) -> int:
+    """Enough height for every depth's labels plus the bonus row, title and legend."""
+    depth = max((n.depth for n in trace.nodes), default=0) if trace is not None else 0
+    return max(460, 170 + LEVEL_PX * (depth + 3))
 
 
 def marker_size(score: float) -> float:
@@ -54,31 +67,36 @@ def _level_tick(trace: StepTrace, depth: int) -> str:
 
 
 def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = "", height: int | None = None) -> go.Figure:
-    """Draw one step's tree. A chain draws as a single path; an empty trace draws a hint."""
+    """Draw one step's tree. A chain draws as a single path; an empty trace draws a hint. Pass the same
+    `height` to trees shown side by side, so their levels line up."""
     fig = go.Figure()
-    if height is None:  # two label lines per depth need about 55 px each
-        depth = max((n.depth for n in trace.nodes), default=0) if trace is not None else 0
-        height = max(440, 200 + 55 * (depth + 2))
-    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title, x=0.01),
-                      showlegend=True, legend=dict(orientation="h", y=-0.02, yanchor="top"))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, autorange="reversed")
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12),
+                      height=height or natural_height(trace), margin=dict(l=8, r=8, t=44, b=8),
+                      title=dict(text=title, x=0.01, font=dict(size=14)), showlegend=True,
+                      legend=dict(orientation="h", y=-0.01, yanchor="top", x=0, font=dict(size=11)),
+                      hoverlabel=dict(align="left"))
+    fig.update_xaxes(visible=False, fixedrange=True)
+    fig.update_yaxes(visible=False, autorange="reversed", fixedrange=True)
     if trace is None or not trace.nodes:
         note = "Press Step to draft a tree" if trace is None else "This step drafted nothing (autoregressive step)"
         fig.add_annotation(text=note, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
         return fig
-    g = build_graph(trace, show_pruned)
+    keep = {node_key(i) for i in trace.accepted_path}
+    if trace.choices:
+        keep.add(node_key(trace.choices[-1].at))
+    g = collapse_wide(build_graph(trace, show_pruned), keep)
     pos = tidy_layout(g)
     choices = _choice_at(trace)
     _draw_edges(fig, g, pos, trace)
-    _draw_nodes(fig, g, pos, trace, choices)
+    _draw_nodes(fig, g, pos, trace, choices, labels_all=leaves(g) <= LABEL_SLOTS)
     _draw_bonus(fig, pos, trace)
     levels = sorted({level for _, level in pos.values()})
-    fig.update_yaxes(visible=True, showgrid=False, zeroline=False, tickvals=levels,
-                     ticktext=[_level_tick(trace, level - 1) for level in levels], tickfont=dict(size=9))
+    fig.update_yaxes(visible=True, showgrid=False, zeroline=False, tickvals=levels, automargin=True,
+                     ticktext=[_level_tick(trace, level - 1) for level in levels], tickfont=dict(size=9),
+                     range=[max(levels) + 1.15, -0.45])  # reversed: room for the bonus star and its label
     xs = [x for x, _ in pos.values()]
-    fig.update_xaxes(range=[min(xs) - 0.8, max(xs) + 0.8])
+    pad = max(0.9, 0.06 * (max(xs) - min(xs)))  # labels centred on the edge nodes stay inside
+    fig.update_xaxes(range=[min(xs) - pad, max(xs) + pad])
     return fig
 
 
@@ -87,7 +105,7 @@ def _draw_edges(fig: go.Figure, g, pos: dict, trace: StepTrace) -> None:
     groups = {"path": ([], []), "other": ([], []), "pruned": ([], [])}
     for a, b in g.edges:
         kind = g.nodes[b]["view"].kind
-        group = "pruned" if kind == "pruned" else "path" if (a in accepted and b in accepted) else "other"
+        group = "pruned" if kind in ("pruned", "more") else "path" if (a in accepted and b in accepted) else "other"
         xs, ys = groups[group]
         xs += [pos[a][0], pos[b][0], None]
         ys += [pos[a][1], pos[b][1], None]
@@ -99,14 +117,29 @@ def _draw_edges(fig: go.Figure, g, pos: dict, trace: StepTrace) -> None:
                                      showlegend=False))
 
 
-def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict) -> None:
-    labels = g.number_of_nodes() <= LABEL_LIMIT
+def _group_hover(trace: StepTrace, v) -> str:
+    """A collapsed group's hover: how many it stands for and the best dozen of them."""
+    names = []
+    for key in v.hidden[:12]:
+        item = trace.pruned[int(key[1:])] if key.startswith("x") else trace.nodes[int(key[1:])]
+        kind = f"pruned by {item.reason}" if key.startswith("x") else item.status
+        names.append(f"{show_token(item.text)} · p(u) = {item.score:.4f} · {kind}")
+    more = f"<br>… and {len(v.hidden) - 12} more" if len(v.hidden) > 12 else ""
+    return (f"<b>+{v.count} more</b> nodes here: {len(v.hidden)} children and their subtrees, folded so the "
+            f"level stays readable:<br>" + "<br>".join(names) + more)
+
+
+def _node_status(trace: StepTrace, v) -> str:
+    if v.kind in ("root", "pruned", "more"):
+        return v.kind
+    return trace.nodes[v.index].status
+
+
+def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, labels_all: bool = True) -> None:
     buckets: dict[str, list[str]] = {}
     for key, data in g.nodes(data=True):
-        v = data["view"]
-        status = "root" if v.kind == "root" else "pruned" if v.kind == "pruned" else trace.nodes[v.index].status
-        buckets.setdefault(status, []).append(key)
-    for status in ("root", "accepted", "rejected", "unreached", "pruned"):
+        buckets.setdefault(_node_status(trace, data["view"]), []).append(key)
+    for status in ("root", "accepted", "rejected", "unreached", "pruned", "more"):
         keys = buckets.get(status, [])
         if not keys:
             continue
@@ -121,6 +154,10 @@ def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict) -
                 hovers.append("<b>root</b>: the last committed token" + (
                     f"<br>target chose {show_token(root_choice[0])} (p = {root_choice[1]:.3f})" if root_choice else ""))
                 texts.append("")
+            elif v.kind == "more":
+                sizes.append(20)
+                hovers.append(_group_hover(trace, v))
+                texts.append(f"+{v.count}")
             elif v.kind == "pruned":
                 c = trace.pruned[v.index]
                 sizes.append(marker_size(c.score))
@@ -131,14 +168,15 @@ def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict) -
                 n = trace.nodes[v.index]
                 sizes.append(marker_size(n.score))
                 hovers.append(_hover(trace, v.index, choices))
-                texts.append(show_token(n.text)[:8] if labels else "")
+                texts.append(short(n.text, 8) if labels_all or n.status == "accepted" else "")
         faint = status == "pruned"
+        group = status == "more"
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text" if labels else "markers", text=texts, textposition="top center",
-            textfont=dict(size=10), hovertext=hovers, hoverinfo="text", name=STATUS_LABELS.get(status, status),
-            showlegend=status != "root", opacity=0.6 if faint else 1.0,
+            x=xs, y=ys, mode="markers+text", text=texts, textposition="middle center" if group else "top center",
+            textfont=dict(size=9 if group else 10), hovertext=hovers, hoverinfo="text",
+            name=STATUS_LABELS.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
             marker=dict(size=sizes, color=STATUS_COLORS[status], line=dict(width=1, color="white"),
-                        symbol="circle-open" if faint else "circle"),
+                        symbol="circle-open" if faint else "square" if group else "circle"),
             meta=status,
         ))
 
@@ -154,7 +192,7 @@ def _draw_bonus(fig: go.Figure, pos: dict, trace: StepTrace) -> None:
     x, y = parent[0], parent[1] + 0.6
     fig.add_trace(go.Scatter(x=[parent[0], x], y=[parent[1], y], mode="lines", showlegend=False,
                              line=dict(color=STATUS_COLORS["bonus"], width=2, dash="dot"), hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", text=[show_token(bonus.text)[:8]],
+    fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", text=[short(bonus.text, 14)],
                              textposition="bottom center", name=STATUS_LABELS["bonus"], meta="bonus",
                              marker=dict(size=16, symbol="star", color=STATUS_COLORS["bonus"]),
                              hovertext=[f"<b>{show_token(bonus.text)}</b>: the target's own token "
