@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
 from core.generate import add_common_args, fail, method_knobs
@@ -221,8 +222,10 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     rows = {label: Row(label) for label, _, _, _ in all_specs}
-    for make in factories.values():  # first-call allocations out of the way
+    for make in factories.values():  # first-call allocations (and `auto`'s cost curves) out of the way
         Session(target, build_method("talon"), prompts[0], sampling, 8, make()).generate()
+        if any(k.get("auto") for _, _, _, k in all_specs):
+            measure_costs(target, make(), use_disk=False)
     context = target.tokenizer(prompts[0])["input_ids"]
     c = {d: measure_c(target, make, context) for d, make in factories.items()}
     for label, name, drafter, knobs in all_specs:

@@ -44,6 +44,8 @@ class Drafter(Protocol):
 
     def drop(self) -> None: ...
 
+    def fresh(self) -> "Drafter": ...  # a new drafter of the same kind on the same weights (no caches)
+
 
 def node_mask(frontier: list[int], tree: DraftTree, slots: dict[int, int], context: int, start: int,
               device: torch.device) -> torch.Tensor:
@@ -105,6 +107,9 @@ class ModelDrafter:
     def drop(self) -> None:
         self.cache = None
 
+    def fresh(self) -> "ModelDrafter":
+        return ModelDrafter(self.lm, self.name)
+
 
 class LookupDrafter:
     """Prompt-lookup drafting (no model): q(w | context) is proportional to how often w followed the
@@ -148,6 +153,9 @@ class LookupDrafter:
 
     def drop(self) -> None:
         self.index, self.ids, self.indexed = {}, [], 0
+
+    def fresh(self) -> "LookupDrafter":
+        return LookupDrafter(self.vocab_size, self.max_ngram, self.name)
 
 
 DRAFTERS = ("model", "eagle3", "lookup")  # built by core/drafter_loading.py

@@ -101,3 +101,6 @@ class EagleDrafter:
 
     def drop(self) -> None:
         self.cache = self.fused = None
+
+    def fresh(self) -> "EagleDrafter":
+        return EagleDrafter(self.head, self.target)

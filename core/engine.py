@@ -91,6 +91,7 @@ class Session:
         self.gen = torch.Generator(device=target.device).manual_seed(sampling.seed)
         self.tcache: KVCache | None = None  # allocated by the first step, so building a session is cheap
         self.prefill_ms = 0.0
+        self.state: dict[str, object] = {}  # per-session state a method keeps between steps (e.g. `auto`)
         # caches hold what this session can reach, plus what one step may write beyond it
         reach = min(target.max_context, len(self.prompt_ids) + max_new_tokens)
         self.cache_len = reach + getattr(method, "scratch", 64)

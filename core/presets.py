@@ -9,6 +9,8 @@ from __future__ import annotations
 PRESETS: dict[str, dict[str, float | int]] = {
     "paper": {"N": 60, "K": 10, "mu": 0.03, "k_init": 1, "depth": 8},
     "embedded": {"N": 16, "K": 10, "mu": 0.03, "k_init": 1, "depth": 8},
+    # N chosen per step for this machine (core/auto_budget.py); N here is only the cap
+    "auto": {"N": 96, "K": 10, "mu": 0.03, "k_init": 1, "depth": 8, "auto": 1},
 }
 
 

@@ -70,6 +70,15 @@ class ExitTrace:
 
 
 @dataclass
+class AutoChoice:
+    """`auto` budget: the N this step used, and why (predicted tokens/s of the candidates it weighed)."""
+    N: int
+    mu: float | None
+    reason: str
+    predicted: list[tuple[int, float]] = field(default_factory=list)  # (N, predicted tokens/s)
+
+
+@dataclass
 class StepTrace:
     index: int
     method: str
@@ -92,6 +101,7 @@ class StepTrace:
     draft_stop: str | None = None  # why drafting stopped: d_max | w_max | eos | length | gamma | budget | frontier | context
     drafter: str = ""  # who proposed the tree: model | eagle3 | lookup ("" for AR and SpecBound)
     score_sum: float | None = None  # Σ p(u) over the verified tree: the drafter's own estimate of accepted tokens
+    auto: AutoChoice | None = None  # when the budget is chosen per step (`auto`)
     details: dict = field(default_factory=dict)  # method knobs and small method-specific facts
 
     @property

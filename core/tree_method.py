@@ -4,10 +4,12 @@ every drafted method but SpecBound (which drafts with the target's own layers)."
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from core.auto_budget import AutoState
+from core.cost_model import measure
 from core.drafters import Drafter
 from core.drafting import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
@@ -48,11 +50,14 @@ class Expander:
 class TreeMethod:
     policy: Policy
     shape_temperature: float = 1.0  # T_shape: the policy sees softmax(z / T_shape); ours, not the papers'
+    auto: bool = False  # choose N per step for this machine (core/auto_budget.py); policy.N is the cap
     needs_draft: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.shape_temperature <= 100:
             raise ValueError(f"shaping temperature must be in (0, 100] (got {self.shape_temperature})")
+        if self.auto and isinstance(self.policy, ChainPolicy):
+            raise ValueError("auto chooses a tree's node budget N: use it with static or talon")
 
     @property
     def name(self) -> str:
@@ -69,13 +74,19 @@ class TreeMethod:
         chain = isinstance(self.policy, ChainPolicy)
         pending, base = s.pending(s.tcache), s.tcache.length
         P = len(pending)
+        policy, auto = self.policy, None
+        if self.auto:  # 0. the budget for this machine, from the cost curves and the run's acceptance so far
+            if "auto" not in s.state:
+                s.state["auto"] = AutoState.start(measure(s.target, drafter), n_max=self.policy.N)
+            auto = s.state["auto"].choose()
+            policy = replace(self.policy, N=auto.N)
         # 1. draft: the policy grows the tree, one batched drafter forward per level
         t0 = time.perf_counter()
         drafter.begin(s.ids)
         expand = Expander(drafter, s, chain, self.shape_temperature)
         pick = None if s.sampling.greedy else (lambda q: draw(q, s.gen))
         room = s.tcache.max_len - base - P  # tree nodes the target's cache can take this step
-        grown = self.policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)
+        grown = policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)
         trace.build_ms = (time.perf_counter() - t0) * 1000 - expand.ms
         trace.draft_ms, trace.delta = expand.ms, grown.forwards
         tree = grown.tree
@@ -100,6 +111,9 @@ class TreeMethod:
         if out.taps is not None:
             feats = out.taps[torch.tensor(list(range(P)) + [P + i for i in verdict.path], device=out.taps.device)]
         drafter.accept([grown.pool_index[i] for i in verdict.path], feats)
+        if auto is not None:
+            trace.auto = auto
+            s.state["auto"].observe(trace, isinstance(policy, StaticPolicy), auto.N)
         return trace
 
     def _record(self, s: Session, trace: StepTrace, grown: GrowResult, p: torch.Tensor, verdict: TreeVerdict,
@@ -139,11 +153,11 @@ def chain_verdict(tree: DraftTree, grown: GrowResult, p: torch.Tensor, s: Sessio
 
 
 def build_tree_method(name: str, N: int = 60, K: int = 10, mu: float = 0.03, k_init: int = 1, depth: int = 8,
-                      gamma: int = 5, shape_temperature: float = 1.0, **_ignored) -> TreeMethod:
+                      gamma: int = 5, shape_temperature: float = 1.0, auto: bool = False, **_ignored) -> TreeMethod:
     if name == "talon":
-        return TreeMethod(TalonPolicy(N=N, K=K, mu=mu, k_init=k_init), shape_temperature)
+        return TreeMethod(TalonPolicy(N=N, K=K, mu=mu, k_init=k_init), shape_temperature, bool(auto))
     if name == "static":
-        return TreeMethod(StaticPolicy(N=N, K=K, depth=depth), shape_temperature)
+        return TreeMethod(StaticPolicy(N=N, K=K, depth=depth), shape_temperature, bool(auto))
     if name == "chain":
         return TreeMethod(ChainPolicy(gamma=gamma))
     raise ValueError(f"unknown tree method '{name}'")

@@ -1,0 +1,127 @@
+"""What a step costs on this machine: t_verify(n), the target's forward over n new tokens, and
+t_draft(width), one drafter forward over a frontier of that width — measured, not assumed.
+
+On a CPU a forward costs about linearly in its tokens, so small trees win; on a GPU a 60-token forward
+costs about what a 1-token one does, so large trees pay. The curves are measured once per (device,
+model, dtype, drafter) over a realistic cache length, stored with the numbers they came from (in
+memory and as JSON under ~/.cache/specscope), and read piecewise-linearly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from core.drafters import Drafter
+from core.model import CausalLM
+from core.trace import ROOT
+from core.tree import DraftTree
+
+VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)
+CONTEXT = 256  # cached tokens the timed forwards attend to
+CACHE_DIR = Path.home() / ".cache" / "specscope"
+_MEMO: dict[str, "CostModel"] = {}
+
+
+@dataclass
+class CostModel:
+    key: str  # device | model | dtype | drafter
+    verify_n: list[int]
+    verify_ms: list[float]
+    draft_width: list[int]
+    draft_ms: list[float]
+
+    def t_verify(self, n: float) -> float:
+        """Milliseconds of one target forward over n new tokens (pending + tree nodes)."""
+        return float(np.interp(n, self.verify_n, self.verify_ms))
+
+    def t_draft(self, width: float) -> float:
+        """Milliseconds of one drafter forward over a frontier of `width` nodes (0 for a model-free drafter)."""
+        return float(np.interp(width, self.draft_width, self.draft_ms)) if self.draft_width else 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _median_ms(fn, reps: int) -> float:
+    fn()  # warm
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
+@torch.inference_mode()
+def _verify_curve(target: CausalLM, reps: int) -> list[float]:
+    ctx = list(range(10, 10 + CONTEXT))
+    cache = target.new_cache(CONTEXT + max(VERIFY_SIZES) + 1)
+    target.forward(ctx, range(CONTEXT), cache)
+    out = []
+    for n in VERIFY_SIZES:
+        def run() -> None:
+            cache.rollback(CONTEXT)
+            target.forward(ctx[:n], range(CONTEXT, CONTEXT + n), cache)
+        out.append(_median_ms(run, reps))
+    return out
+
+
+@torch.inference_mode()
+def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[int], list[float]]:
+    """One drafter forward over `width` depth-0 siblings, after a root proposal over the context."""
+    from core.engine import Session
+    from core.methods import build_method
+    s = Session(target, build_method("talon", N=max(DRAFT_WIDTHS) + 1), list(range(10, 10 + CONTEXT)),
+                max_new_tokens=4, draft=drafter)  # its scratch leaves room for the widest frontier
+    s.step()  # caches (target states, drafter cache) as mid-generation
+    if not hasattr(drafter, "cache"):
+        return [], []
+    drafter.begin(s.ids)
+    drafter.propose([ROOT], DraftTree())
+    length = drafter.cache.length
+    out = []
+    for w in DRAFT_WIDTHS:
+        tree = DraftTree()
+        for i in range(w):
+            tree.add(10 + i, ROOT, 1.0 / w, 1.0 / w)
+
+        def run() -> None:
+            drafter.cache.length = length
+            drafter.slots = {}
+            drafter.propose(list(range(w)), tree)
+        out.append(_median_ms(run, reps))
+    return list(DRAFT_WIDTHS), out
+
+
+def measure(target: CausalLM, drafter: Drafter, reps: int = 5, use_disk: bool = True) -> CostModel:
+    """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
+    fresh drafter of the same kind: the caller's is left alone)."""
+    key = f"{target.device}|{target.name}|{target.dtype}|{drafter.name}"
+    if key in _MEMO:
+        return _MEMO[key]
+    path = CACHE_DIR / f"cost-{hashlib.sha1(key.encode()).hexdigest()[:16]}.json"
+    if use_disk and path.is_file():
+        try:
+            _MEMO[key] = CostModel(**json.loads(path.read_text()))
+            return _MEMO[key]
+        except (TypeError, ValueError):
+            pass
+    widths, draft_ms = _draft_curve(target, drafter.fresh(), reps)
+    model = CostModel(key, list(VERIFY_SIZES), _verify_curve(target, reps), widths, draft_ms)
+    _MEMO[key] = model
+    if use_disk:
+        try:
+            CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(model.to_dict()))
+        except OSError:
+            pass  # a read-only home: the in-memory copy still serves this process
+    return model
