@@ -84,7 +84,7 @@ def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict
     for item in filter(None, items):
         key, _, value = item.partition("=")
         key = key.replace("-", "_")
-        knobs[key] = int(value) if value.lstrip("-").isdigit() else float(value)
+        knobs[key] = int(value) if value.lstrip("-").isdigit() else value if key == "exit_layers" else float(value)
     return spec, name, drafter, knobs
 
 
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     add_common_args(ap)
     args = ap.parse_args(argv)
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
-    base = method_knobs(args)
+    base = {**method_knobs(args), "record_raw": 0}  # SpecBound: no trace-only softmax while timing
     try:
         sampling.validate()
         specs = [parse_spec(s, base, args.drafter) for s in args.methods.split(",")]

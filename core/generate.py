@@ -68,6 +68,8 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     sb.add_argument("--d-max", type=int, default=None, help="stop drafting when a token reaches d_max layers")
     sb.add_argument("--w-max", type=int, default=None, help="stop drafting after w_max tokens")
     sb.add_argument("--min-exit-layer", type=int, default=None, help="first layer allowed to exit")
+    sb.add_argument("--exit-layers", default=None, help="layers with an exit check, e.g. 2,4 (default: every "
+                                                        "layer from --min-exit-layer to --d-max)")
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
                     help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
@@ -80,7 +82,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 def method_knobs(args: argparse.Namespace) -> dict:
     """Every method knob the user gave (SpecBound's unset ones are left to the method's defaults)."""
     names = ("gamma", "N", "K", "mu", "k_init", "depth", "shape_temperature", "alpha", "tau_exit", "d_max", "w_max",
-             "min_exit_layer")
+             "min_exit_layer", "exit_layers")
     given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     return {**preset_knobs(args.preset), **given}
 

@@ -134,9 +134,11 @@ class CausalLM:
         return mask & (positions[:, None] - key_pos[None, :] < window)
 
     def forward_layers(self, h: torch.Tensor, positions: torch.Tensor, cache: KVCache, start: int,
-                       mask: torch.Tensor, first: int, last: int, hidden: list | None = None) -> torch.Tensor:
-        """Run layers [first, last) on h (T, d); K/V go to slots [start, start + T); mask is (T, start + T)."""
-        cos, sin = self.rope(positions, h)
+                       mask: torch.Tensor, first: int, last: int, hidden: list | None = None,
+                       rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """Run layers [first, last) on h (T, d); K/V go to slots [start, start + T); mask is (T, start + T).
+        `rope`: (cos, sin) for these positions, when a caller running one layer at a time computed them once."""
+        cos, sin = rope if rope is not None else self.rope(positions, h)
         for i in range(first, last):
             layer = self.layers[i]
             m = self._windowed(i, mask, positions, start)

@@ -20,13 +20,18 @@ The pass starts at the shallowest inexact layer min_j x_j and computes every lay
 token that was not computed exactly, so the final logits are the target's own (up to the
 last-bit noise of a different batch shape, as with any verification forward).
 
-Compute. δ is counted in full-forward equivalents: layers computed while drafting / L, so
-R = τ / (1 + cδ) stays comparable with other methods. `details` also holds the layers of the
-verification pass, the exit-head evaluations and the layers AR would spend for the same τ.
+Compute. δ is counted in full-forward equivalents and includes the exit checks: (layers computed while
+drafting + exit-head evaluations × h) / L, where h is one head evaluation's cost in layers, measured on
+this model and device (a head is an LM-head matmul, which on a narrow model with a big vocabulary costs
+several layers). So R = τ / (1 + cδ) with c = 1 stays honest and comparable with other methods. `details`
+also holds the layers of the verification pass and the layers AR would spend for the same τ.
+Checks happen only at the exit layers (`exit_layers`, default every layer from min_exit_layer to d_max).
 """
 from __future__ import annotations
 
+import functools
 import math
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -62,12 +67,35 @@ class LayerConfidence:
     top_id: int
 
 
-def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float) -> LayerConfidence:
-    """z: (V,) exit-head logits after layer ℓ."""
+def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float, raw: bool = True) -> LayerConfidence:
+    """z: (V,) exit-head logits after layer ℓ. The raw (un-annealed) confidence is only for the trace's raw
+    view: with raw=False it is not computed (NaN), sparing a softmax per check."""
     t = act_temperature(layer, num_layers, alpha)
-    raw = float(torch.softmax(z.float(), -1).max())
     annealed = float(torch.softmax(z.float() / t, -1).max())
-    return LayerConfidence(layer, t, raw, annealed, int(z.argmax()))
+    raw_conf = float(torch.softmax(z.float(), -1).max()) if raw else math.nan
+    return LayerConfidence(layer, t, raw_conf, annealed, int(z.argmax()))
+
+
+@functools.lru_cache(maxsize=8)
+@torch.inference_mode()
+def head_cost_layers(lm: CausalLM, heads: ExitHeads, reps: int = 25) -> float:
+    """One exit-head evaluation over one token, in units of one decoder layer over one token (measured)."""
+    h = lm.embed(torch.tensor([1], device=lm.device))  # (1, d)
+    cache = lm.new_cache(64)
+    pos = torch.tensor([32], device=lm.device)
+    mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
+
+    def median(fn) -> float:
+        fn()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return sorted(times)[reps // 2]
+    t_layer = median(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, 1))
+    t_head = median(lambda: heads.logits(lm, 1, h))
+    return t_head / t_layer
 
 
 def exits_at(conf: LayerConfidence, tau_exit: float) -> bool:
@@ -130,8 +158,11 @@ class SpecBoundMethod:
     min_exit_layer: int = DEFAULTS["min_exit_layer"]
     heads: ExitHeads | None = None  # None: the target's trained heads, else the logit lens
     propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
+    exit_layers: tuple[int, ...] | None = None  # layers with an exit check; None: every layer min_exit..d_max
+    record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
     name: str = "specbound"
     needs_draft: bool = False
+    scratch: int = 4
 
     @torch.inference_mode()
     def step(self, s: Session) -> StepTrace:
@@ -160,7 +191,8 @@ class SpecBoundMethod:
                 q = torch.stack(block.q) if block.q else p[:0]  # (w, V)
                 verdict = verify_chain_sampling(drafted, q, p, s.gen)
         trace.draft_ms, trace.verify_ms = t_draft.ms, t_verify.ms
-        trace.delta, trace.target_forwards = block.layers / L, 1
+        h_cost = head_cost_layers(lm, heads)
+        trace.delta, trace.target_forwards = (block.layers + block.head_evals * h_cost) / L, 1
         # 3. record the drafted chain, what the target chose, and the per-layer exits
         a = verdict.accepted
         score = 1.0
@@ -185,14 +217,21 @@ class SpecBoundMethod:
             "min_exit_layer": min_exit, "heads": heads.kind, "num_layers": L,
             "layers_draft": block.layers, "layers_verify": verify_layers, "layers_computed": computed,
             "layers_full_equivalent": trace.tau * L, "compute_saved": 1 - computed / max(1, trace.tau * L),
-            "head_evals": block.head_evals, "kv_propagated": block.propagated, "verify_from_layer": start_layer,
+            "head_evals": block.head_evals, "head_cost_layers": h_cost, "exit_layers": sorted(self._checks(d_max, min_exit)),
+            "kv_propagated": block.propagated, "verify_from_layer": start_layer,
             "residual": verdict.residual,
         }
         return trace
 
+    def _checks(self, d_max: int, min_exit: int) -> set[int]:
+        """Layers with an exit check (the last layer L always exits: nothing is deeper)."""
+        allowed = range(min_exit, d_max + 1)
+        return {ell for ell in allowed if self.exit_layers is None or ell in self.exit_layers}
+
     def _draft(self, s: Session, heads: ExitHeads, block: Block, w_limit: float, d_max: int, min_exit: int) -> None:
         lm = s.target
         L = lm.num_layers
+        checks = self._checks(d_max, min_exit)
         g0, g1 = 0, len(block.tokens)
         while True:
             if len(block.drafted) >= w_limit:
@@ -200,6 +239,7 @@ class SpecBoundMethod:
                 return
             positions = torch.arange(block.base + g0, block.base + g1, device=lm.device)  # (T_g,)
             h = lm.embed(torch.tensor(block.tokens[g0:g1], device=lm.device))  # (T_g, d)
+            rope = lm.rope(positions, h)  # once per group, not once per layer
             for j in range(g0, g1):
                 block.hidden[j].append(h[j - g0])
             confs: list[LayerConfidence] = []
@@ -213,16 +253,17 @@ class SpecBoundMethod:
                     for j in stale:
                         block.kv_depth[j] = layer
                 mask = draft_mask(block, g0, g1, layer, lm.device)
-                h = lm.forward_layers(h, positions, s.tcache, block.base + g0, mask, layer - 1, layer)  # (T_g, d)
+                h = lm.forward_layers(h, positions, s.tcache, block.base + g0, mask, layer - 1, layer,
+                                      rope=rope)  # (T_g, d)
                 block.layers += 1
                 for j in range(g0, g1):
                     block.depth[j] = block.kv_depth[j] = layer
                     block.hidden[j].append(h[j - g0])
-                if layer < min_exit:
+                if layer not in checks and layer != L:
                     continue
                 z = heads.logits(lm, layer, h[-1:])[0]  # (V,)
                 block.head_evals += 1
-                conf = layer_confidence(z, layer, L, self.alpha)
+                conf = layer_confidence(z, layer, L, self.alpha, raw=self.record_raw)
                 confs.append(conf)
                 if exits_at(conf, self.tau_exit) or layer == L:
                     exit_logits = z
@@ -282,7 +323,8 @@ def _as_int(name: str, value, minimum: int) -> int:
 
 def build_specbound_method(alpha: float = DEFAULTS["alpha"], tau_exit: float = DEFAULTS["tau_exit"],
                            d_max: int = DEFAULTS["d_max"], w_max: int | None = DEFAULTS["w_max"],
-                           min_exit_layer: int = DEFAULTS["min_exit_layer"], **_other) -> SpecBoundMethod:
+                           min_exit_layer: int = DEFAULTS["min_exit_layer"], exit_layers: str | None = None,
+                           record_raw: bool = True, **_other) -> SpecBoundMethod:
     """Validate the knobs (user-facing messages). d_max above L means L (no depth bound);
     w_max = None or 0 means unbounded. Knobs of other methods are ignored."""
     if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha >= 0):
@@ -294,5 +336,13 @@ def build_specbound_method(alpha: float = DEFAULTS["alpha"], tau_exit: float = D
     w_max = None if w_max in (None, 0) else _as_int("w-max", w_max, 1)
     if min_exit_layer > d_max:
         raise ValueError(f"min-exit-layer ({min_exit_layer}) must be <= d-max ({d_max})")
+    layers = None
+    if exit_layers not in (None, "", "all"):
+        try:
+            layers = tuple(sorted({int(x) for x in str(exit_layers).replace(";", ",").split(",") if x.strip()}))
+        except ValueError:
+            raise ValueError(f"exit-layers must be comma-separated layer numbers (got {exit_layers!r})") from None
+        if not layers or layers[0] < 1:
+            raise ValueError(f"exit-layers must be layer numbers >= 1 (got {exit_layers!r})")
     return SpecBoundMethod(alpha=float(alpha), tau_exit=float(tau_exit), d_max=d_max, w_max=w_max,
-                           min_exit_layer=min_exit_layer)
+                           min_exit_layer=min_exit_layer, exit_layers=layers, record_raw=bool(record_raw))

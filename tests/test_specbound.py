@@ -1,3 +1,4 @@
+import math
 """SpecBound: ACT exit rule, d_max / w_max bounds, exact (greedy-equivalent, lossless) verification."""
 import numpy as np
 import pytest
@@ -94,7 +95,8 @@ def test_d_max_stops_drafting_at_the_first_token_that_does_not_exit(tiny6):
     assert [e.node for e in t.exits] == [0, 1, 2] and len(t.nodes) == 2
     assert t.exits[2].layers == [1, 2, 3, 4]  # evaluated every layer up to d_max, then gave up
     assert t.details["layers_draft"] == 2 + 3 + 4
-    assert t.delta == pytest.approx(9 / 6)
+    assert t.details["head_evals"] == 2 + 3 + 4 and t.details["head_cost_layers"] > 0
+    assert t.delta == pytest.approx((9 + 9 * t.details["head_cost_layers"]) / 6)  # layers and exit checks
     assert t.details["verify_from_layer"] == 2  # x = prefix min of the drafting depths (2, 3, 4)
 
 
@@ -231,4 +233,13 @@ def test_trace_records_the_step(target, heldout_prompts):
     d = t.details
     assert d["heads"] in ("trained", "logit-lens") and d["num_layers"] == L
     assert d["layers_computed"] == d["layers_draft"] + d["layers_verify"]
-    assert d["layers_full_equivalent"] == t.tau * L and t.delta == pytest.approx(d["layers_draft"] / L)
+    assert d["layers_full_equivalent"] == t.tau * L
+    assert t.delta == pytest.approx((d["layers_draft"] + d["head_evals"] * d["head_cost_layers"]) / L)
+
+
+def test_exit_checks_only_at_the_exit_layers(tiny6):
+    method = build_specbound_method(alpha=0.0, tau_exit=0.0, d_max=5, min_exit_layer=1, exit_layers="3,5",
+                                     record_raw=False)
+    t = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=8).step()
+    assert all(set(e.layers) <= {3, 5} for e in t.exits) and t.exits[0].exit_layer == 3
+    assert all(math.isnan(r) for e in t.exits for r in e.raw_conf)  # not computed when no view needs it
