@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lossless on a GPU too: the greedy equivalence and sampling tests on CUDA in fp32 and bf16, and the share of
-# greedy runs that part from AR only at a near-tie (target top-2 logit gap <= EPS).
+# greedy runs that part from AR only at a near-tie (target top-2 logit gap <= EPS); then, per dtype,
+# scripts/dtype_equality.py: chain / TALON / SpecBound vs AR on 40 held-out prompts x 64 tokens.
 #
 #   scripts/device_check.sh                       # CUDA, fp32 then bf16
 #   SPECSCOPE_CHECK_DEVICE=cpu SPECSCOPE_CHECK_DTYPES=bf16 scripts/device_check.sh -x   # extra args go to pytest
@@ -51,5 +52,6 @@ for line in text.splitlines():
     if line.startswith(("FAILED", "ERROR")) or "near-tie:" in line:
         print("   ", line[:200])
 PY
+  python scripts/dtype_equality.py --device "$DEVICE" --dtype "$dtype" --eps "$eps" || status=1
 done
 exit $status
