@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep-mu", default="", help="TALON gate ratios at the given N, e.g. 0.01,0.03,0.1,0.2")
     ap.add_argument("--sweep-drafter", default="model", help="the drafter the sweeps run on")
     ap.add_argument("--peers", action="store_true", help="also time transformers' generate() peers")
-    ap.add_argument("--exit-layers", default="2,4,6,8", help="LayerSkip-style peer: exit layers to try")
+    ap.add_argument("--peer-exit-layers", default="2,4,6,8", help="LayerSkip-style peer: exit layers to try")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--points", default="", help="write the (δ, τ) points per step of every row to this JSON file")
     add_common_args(ap)
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.peers:
         draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device)
         text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens, ar,
-                                        [int(k) for k in args.exit_layers.split(",") if k])
+                                        [int(k) for k in args.peer_exit_layers.split(",") if k])
         texts.append(text)
     if args.points:
         with open(args.points, "w") as fh:

@@ -8,7 +8,8 @@ L//2, L-3 and its logits), then unrolls the head for `--ttt` steps ("training-ti
 the target's fused state, step k reads the head's own state from step k-1 at the same position, one
 token further on, attending to the step-0 entries of the context plus its own earlier steps at that
 position — exactly what a node at depth k sees while drafting a tree. The loss at step k is the soft
-cross-entropy to the target's distribution restricted to the draft vocabulary, weighted 0.8^k.
+cross-entropy to the target's distribution restricted to the draft vocabulary plus `--hard-weight` times the
+cross-entropy to its greedy choice, weighted 0.8^k.
 
 The draft vocabulary is the `--draft-vocab` most frequent target tokens of the training text; a token
 outside it cannot be drafted (verification stays exact either way). Resumable from --work; the data
@@ -41,6 +42,11 @@ CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which core
 CARD_END = "<!-- end of the EAGLE-3 section, written by core/train_eagle3.py -->"
 
 
+def legs_note(m: dict) -> str:
+    legs = m.get("legs", [])
+    return "; ".join(f"from step {g['start']} with --steps {g['steps']} --hard-weight {g['hard_weight']}" for g in legs)
+
+
 def card_section(m: dict, mb: float) -> str:
     a = m["args"]
     flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in a.items() if k not in ("device", "card") and v is not None)
@@ -57,7 +63,8 @@ def card_section(m: dict, mb: float) -> str:
 `python -m core.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
 {m['train_s'] / 60:.1f} min on 2 CPU cores shared with other work), {a['ttt']} unrolled draft steps per position
 (training-time test, loss weights 0.8^k), soft cross-entropy to the target's distribution over the draft
-vocabulary, warm-started as a logit lens of the high feature.
+vocabulary plus `--hard-weight` × cross-entropy to its greedy choice, warm-started as a logit lens of the high
+feature. Legs (each resumed from the previous one's checkpoint): {legs_note(m)}.
 
 Held-out ({m['heldout_tokens']:,} tokens of the held-out files; step k = a token k-1 levels below the root,
 its ancestors correct):
@@ -153,6 +160,14 @@ def step_loss(head_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.
     return -(target_p * F.log_softmax(head_logits.float(), -1)).sum(-1).mean()
 
 
+def hard_loss(head_logits: torch.Tensor, top: torch.Tensor, to_draft: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy to the target's greedy choice (its draft id; choices outside the draft vocabulary are
+    skipped). The target is uncertain (several nats of entropy), so soft targets alone move the argmax
+    slowly; greedy verification accepts exactly when the argmaxes agree."""
+    labels = to_draft[top]  # (B, T) draft ids, -1 outside
+    return F.cross_entropy(head_logits.float().flatten(0, 1), labels.flatten(), ignore_index=-1)
+
+
 @torch.no_grad()
 def evaluate(head: EagleHead, target, data: np.ndarray, steps: int, draft_ids: torch.Tensor,
              tokens: int, seq_len: int) -> dict:
@@ -182,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ttt", type=int, default=4, help="unrolled draft steps per position")
     ap.add_argument("--draft-vocab", type=int, default=4096)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--hard-weight", type=float, default=1.0, help="weight of the CE to the target's greedy choice")
     ap.add_argument("--eval-tokens", type=int, default=32768)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="auto")
@@ -200,18 +216,22 @@ def main(argv: list[str] | None = None) -> None:
     coverage = counts[draft_ids.cpu().numpy()].sum() / counts.sum()
     print(f"corpus: {len(train):,} train tokens, {len(heldout):,} held-out; draft vocabulary covers {coverage:.1%}")
 
+    to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long, device=device)
+    to_draft[draft_ids] = torch.arange(len(draft_ids), device=device)
     torch.manual_seed(args.seed)
     head = new_head(target, draft_ids.cpu(), args.seq_len).to(device)
     opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
                             weight_decay=0.0)
     ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
-    start, elapsed = 0, 0.0
+    start, elapsed, legs = 0, 0.0, []
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device)
         head.load_state_dict(state["head"])
         opt.load_state_dict(state["opt"])
-        start, elapsed = state["step"], state.get("elapsed_s", 0.0)
+        start, elapsed, legs = state["step"], state.get("elapsed_s", 0.0), state.get("legs", [])
         print(f"resuming at step {start}")
+    if start < args.steps:  # every (re)start with its schedule and loss, for the model card
+        legs.append({"start": start, "steps": args.steps, "hard_weight": args.hard_weight, "lr": args.lr})
     head.train()
     t0 = time.time()
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
@@ -221,8 +241,8 @@ def main(argv: list[str] | None = None) -> None:
         x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
         loss = torch.zeros((), device=device)
         with autocast(device) if device.type == "cuda" else contextlib.nullcontext():
-            for k, (hl, tl, _) in enumerate(unrolled(head, target, x, args.ttt, draft_ids)):
-                loss = loss + STEP_WEIGHT ** k * step_loss(hl, tl)
+            for k, (hl, tl, top) in enumerate(unrolled(head, target, x, args.ttt, draft_ids)):
+                loss = loss + STEP_WEIGHT ** k * (step_loss(hl, tl) + args.hard_weight * hard_loss(hl, top, to_draft))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
         opt.step()
@@ -232,11 +252,11 @@ def main(argv: list[str] | None = None) -> None:
             fh.write(json.dumps({"step": step, "loss": loss.item(), "s": elapsed + time.time() - t0}) + "\n")
         if (step + 1) % 50 == 0 or step + 1 == args.steps:
             torch.save({"head": head.state_dict(), "opt": opt.state_dict(), "step": step + 1,
-                        "elapsed_s": elapsed + time.time() - t0}, ckpt)
+                        "elapsed_s": elapsed + time.time() - t0, "legs": legs}, ckpt)
     train_s = elapsed + time.time() - t0
     metrics = evaluate(head, target, heldout, args.ttt, draft_ids, args.eval_tokens, args.seq_len)
     metrics.update(train_s=train_s, train_tokens=args.steps * args.batch_size * args.seq_len,
-                   draft_vocab_coverage=float(coverage), args=vars(args))
+                   draft_vocab_coverage=float(coverage), args=vars(args), legs=legs)
     save_head(head, out, metrics)
     if args.card is not None:
         mb = (out / "model.safetensors").stat().st_size / 1e6
