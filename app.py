@@ -180,9 +180,11 @@ def compare_tab(models: list) -> None:
     with gr.Row():
         prompt = gr.Textbox(value=default_prompt(), lines=3, label="prompt", scale=3)
         with gr.Column(scale=1):
-            max_new = gr.Slider(8, 128, value=48, step=1, label="max new tokens")
-            temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy")
-            go = gr.Button("Run all methods", variant="primary")
+            max_new = gr.Slider(8, 128, value=48, step=1, label="max new tokens", elem_id="compare-max-new",
+                                elem_classes="ss-knob")
+            temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
+                                    elem_classes="ss-knob")
+            go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")

@@ -45,7 +45,8 @@ PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded 
 
 
 def _preset_label(name: str, knobs: dict) -> str:
-    return f"{PRESET_NAMES[name]} (N={knobs['N']}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
+    """A preset core/ adds later is listed under its own name rather than breaking the page."""
+    return f"{PRESET_NAMES.get(name, name)} (N={knobs['N']}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
 
 
 # The same presets as the CLI's --preset (core/presets.py), labelled for the dropdown.
