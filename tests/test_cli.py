@@ -103,13 +103,13 @@ def test_offline_hub_id_fails_fast_with_a_clear_message(prompts, capsys):
 
 
 def test_bench_prints_a_table_with_every_method(prompts, capsys):
-    bench.main(["--prompts", str(prompts), "--methods", "ar,chain,talon:mu=0.1:N=8", "--max-new-tokens", "6",
-                "--limit", "2", "--json"])
+    bench.main(["--prompts", str(prompts), "--methods", "ar,chain@model,talon@lookup:mu=0.1:N=8", "--max-new-tokens",
+                "6", "--limit", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
     labels = [r["label"] for r in out["rows"]]
-    assert labels == ["ar", "chain", "talon:mu=0.1:N=8"]
+    assert labels == ["ar", "chain@model", "talon@lookup:mu=0.1:N=8"]
     assert all(r["mismatches"] == 0 for r in out["rows"])
-    assert 0 < out["c_draft"] < 1
+    assert 0 < out["c"]["model"] < 1 and out["c"]["lookup"] == 0
 
 
 def test_summarize_reads_generate_outputs(prompts, tmp_path, capsys):
