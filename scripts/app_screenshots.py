@@ -19,9 +19,20 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 
 def wait_talon_step(page, n: int) -> None:
-    """Wait until the TALON tree's title says it shows step n."""
-    page.wait_for_function(f"/step {n}\\b/.test(document.querySelector('#talon-tree .gtitle')?.textContent || '')",
-                           timeout=60_000)
+    """Wait until the TALON tree's title says it shows the visitor's own step n (not the start-up preview)."""
+    page.wait_for_function(f"(t => /step {n}\\b/.test(t) && !/preview/.test(t))"
+                           f"(document.querySelector('#talon-tree .gtitle')?.textContent || '')", timeout=60_000)
+
+
+def extra_views(browser, url: str, out: Path) -> None:
+    """The page as it opens in dark mode and on a phone (390×844), each with the start-up preview step."""
+    for name, size, scheme in (("dark", (1400, 1000), "dark"), ("phone", (390, 844), "light")):
+        page = browser.new_page(viewport={"width": size[0], "height": size[1]}, color_scheme=scheme)
+        page.goto(url, wait_until="domcontentloaded")
+        page.wait_for_selector("#talon-tree .scatterlayer .point", timeout=240_000)
+        page.wait_for_timeout(2000)
+        page.screenshot(path=str(out / f"{name}.png"), full_page=name == "phone")
+        page.close()
 
 
 def main() -> None:
@@ -32,9 +43,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     with launched_app() as (url, _), sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url, wait_until="domcontentloaded")
-        page.wait_for_selector("#talon-step", timeout=60_000)
+        page.wait_for_selector("#talon-tree .scatterlayer .point", timeout=240_000)
+        page.screenshot(path=str(out / "open.png"))  # what a visitor sees first, before any click
+        extra_views(browser, url, out)
         for n in range(1, 5):
             page.click("#talon-step")
             wait_talon_step(page, n)
