@@ -102,7 +102,7 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
     return list(DRAFT_WIDTHS), out
 
 
-def measure(target: CausalLM, drafter: Drafter, reps: int = 5, use_disk: bool = True) -> CostModel:
+def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = True) -> CostModel:
     """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
     fresh drafter of the same kind: the caller's is left alone)."""
     key = f"{target.device}|{target.name}|{target.dtype}|{drafter.name}"
@@ -125,3 +125,35 @@ def measure(target: CausalLM, drafter: Drafter, reps: int = 5, use_disk: bool = 
         except OSError:
             pass  # a read-only home: the in-memory copy still serves this process
     return model
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print this machine's cost curves: `python -m core.cost_model --drafter eagle3 [--device cuda]`."""
+    import argparse
+
+    from core.drafter_loading import DEFAULT_DRAFTER, drafter_factory
+    from core.drafters import DRAFTERS
+    from core.loading import DEFAULT_TARGET, load_model
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--model", default=DEFAULT_TARGET)
+    ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS)
+    ap.add_argument("--draft", default=None)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--reps", type=int, default=9)
+    args = ap.parse_args(argv)
+    target = load_model(args.model, args.device)
+    cost = measure(target, drafter_factory(args.drafter, target, args.draft, args.device)(), args.reps, use_disk=False)
+    print(f"# {cost.key}, context {CONTEXT} tokens, median of {args.reps}")
+    print("| n new tokens | " + " | ".join(map(str, cost.verify_n)) + " |")
+    print("|---|" + "---|" * len(cost.verify_n))
+    print("| t_verify ms | " + " | ".join(f"{x:.1f}" for x in cost.verify_ms) + " |")
+    print("| ratio to n = 1 | " + " | ".join(f"{x / cost.verify_ms[0]:.2f}" for x in cost.verify_ms) + " |")
+    if cost.draft_width:
+        print()
+        print("| frontier width | " + " | ".join(map(str, cost.draft_width)) + " |")
+        print("|---|" + "---|" * len(cost.draft_width))
+        print("| t_draft ms | " + " | ".join(f"{x:.2f}" for x in cost.draft_ms) + " |")
+
+
+if __name__ == "__main__":
+    main()
