@@ -17,9 +17,9 @@ from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit
                          talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
-from ui.models import model_box_info
+from ui.models import DEFAULT_DRAFTER, model_box_info
 from ui.preview import PREVIEW
-from ui.tab_handlers import COMPARE_HEADERS, load_models, run_compare, run_sweep, sweep_defaults
+from ui.tab_handlers import COMPARE_HEADERS, cost_curve, load_models, run_compare, run_sweep, sweep_defaults
 from ui.tune import SWEEPS, symbol
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
@@ -42,6 +42,16 @@ def knob_input(k: Knob):
                          elem_classes="ss-knob")
     return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.label, info=k.info,
                      elem_classes="ss-knob", min_width=200)
+
+
+DRAFTER_CHOICES = [("eagle3 (head on the target's features)", "eagle3"), ("model (1-layer draft LM)", "model"),
+                   ("lookup (n-gram in the text)", "lookup")]
+
+
+def drafter_input(elem_id: str) -> gr.Radio:
+    """Who proposes the draft tree; changing it starts a fresh run like any knob."""
+    return gr.Radio(DRAFTER_CHOICES, value=DEFAULT_DRAFTER, label="drafter", elem_id=elem_id,
+                    info="where q comes from; the static tree beside it uses the same drafter")
 
 
 def outcomes_block(state, prefix: str) -> list:
@@ -113,7 +123,7 @@ def export_block(state, api_name: str) -> None:
     btn.click(export_trace, [state], [file, data], api_name=api_name)
 
 
-def talon_tab(models: list) -> dict:
+def talon_tab(models: list) -> tuple[dict, gr.State]:
     state = run_state()
     prompt, step, play, reset = prompt_row("talon")
     with gr.Row(equal_height=False):
@@ -124,6 +134,7 @@ def talon_tab(models: list) -> dict:
     with gr.Accordion("Knobs", open=True, elem_id="talon-knobs"):
         with gr.Row():
             preset = gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)
+            drafter = drafter_input("talon-drafter")
             speed, timer = speed_timer()
         with gr.Row():
             knobs = [knob_input(k) for k in TALON_KNOBS]
@@ -132,18 +143,20 @@ def talon_tab(models: list) -> dict:
         with gr.Row():
             show_pruned = gr.Checkbox(True, label="show pruned candidates (faint)")
             with_static = gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)")
+            auto = gr.Checkbox(False, label="auto: choose N per step for this machine (N above is the cap)",
+                               elem_id="talon-auto")
     outs = outcomes_block(state, "talon")
     trace = gr.JSON(label="this step's trace", open=False)
     export_block(state, "export_talon")
-    with gr.Accordion("Learn: steps, trees and the gate", open=False):
-        gr.Markdown(learn.STEP + "\n\n" + learn.TREE + "\n\n" + learn.GATE)
-    inputs = [state, prompt, *knobs, *sampling, *models, show_pruned]
+    with gr.Accordion("Learn: steps, trees, the gate, drafters and hardware", open=False):
+        gr.Markdown("\n\n".join([learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS]))
+    inputs = [state, prompt, *knobs, *sampling, *models, show_pruned, drafter, auto]
     outputs = [state, tree, static, budget, levels, *outs, replay, trace]
     extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]])
     wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(talon_step, reset_tree, talon_replay), view=show_pruned)
-    preset.change(apply_preset, [preset], knobs, api_visibility="private")
-    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:])  # the start-up preview, on page load
+    preset.change(apply_preset, [preset], knobs + [auto], api_visibility="private")
+    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state  # load: the start-up preview
 
 
 def specbound_tab(models: list) -> dict:
@@ -157,6 +170,8 @@ def specbound_tab(models: list) -> dict:
     with gr.Accordion("Knobs", open=True, elem_id="specbound-knobs"):
         with gr.Row():
             knobs = [knob_input(k) for k in SPECBOUND_KNOBS]
+            exit_layers = gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
+                                     info="e.g. 2,4: the only layers with an exit check", elem_id="specbound-exit-layers")
         with gr.Row():
             sampling = [knob_input(k) for k in SAMPLING_KNOBS]
         with gr.Row():
@@ -166,8 +181,8 @@ def specbound_tab(models: list) -> dict:
     trace = gr.JSON(label="this step's trace", open=False)
     export_block(state, "export_specbound")
     with gr.Accordion("Learn: ACT and BSCS", open=False):
-        gr.Markdown(learn.STEP + "\n\n" + learn.ACT + "\n\n" + learn.BSCS)
-    inputs = [state, prompt, *knobs, *sampling, models[0], annealed]
+        gr.Markdown("\n\n".join([learn.STEP, learn.ACT, learn.BSCS, learn.KEYS]))
+    inputs = [state, prompt, *knobs, *sampling, models[0], annealed, exit_layers]
     outputs = [state, heatmap, bars, why, *outs, replay, trace]
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
@@ -184,15 +199,16 @@ def compare_tab(models: list) -> None:
                                 elem_classes="ss-knob")
             temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
                                     elem_classes="ss-knob")
+            drafter = drafter_input("compare-drafter")
             go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
-    go.click(run_compare, [prompt, max_new, temperature, *models], [table, plot], api_name="compare",
+    go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot], api_name="compare",
              concurrency_id=ENGINE)
 
 
-def tune_tab(models: list) -> None:
+def tune_tab(models: list, talon_state: gr.State) -> None:
     gr.Markdown("Sweep two knobs over a few example prompts (greedy). Each cell runs every prompt to the end.")
     first = list(SWEEPS)[0]
     with gr.Row():
@@ -202,12 +218,22 @@ def tune_tab(models: list) -> None:
     with gr.Row():
         n_prompts = gr.Slider(1, 5, value=2, step=1, label="prompts")
         max_new = gr.Slider(8, 64, value=24, step=1, label="max new tokens")
+        drafter = drafter_input("tune-drafter")
         go = gr.Button("Run sweep", variant="primary")
     with gr.Row():
         mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
-    go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models], [mat, speed], api_name="sweep",
+    go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed], api_name="sweep",
              concurrency_id=ENGINE)
+    gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
+                "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
+                "TALON run used marked, and the speed-up over AR modelled for that run at each budget N.")
+    measure = gr.Button("Measure / show the cost curve", elem_id="tune-cost-run")
+    curve = gr.Plot(show_label=False, elem_id="tune-cost")
+    with gr.Accordion("Learn: why the best tree is small on a CPU and large on a GPU", open=False):
+        gr.Markdown(learn.HARDWARE)
+    measure.click(cost_curve, [talon_state, models[0], models[1], drafter], [curve], api_name="cost_curve",
+                  concurrency_id=ENGINE)
 
 
 def build_demo() -> gr.Blocks:
@@ -224,13 +250,14 @@ def build_demo() -> gr.Blocks:
         models = [target, draft]
         with gr.Tabs():
             with gr.Tab("TALON", id="talon"):
-                loads = [talon_tab(models)]
+                talon_load_, talon_state = talon_tab(models)
+                loads = [talon_load_]
             with gr.Tab("SpecBound", id="specbound"):
                 loads.append(specbound_tab(models))
             with gr.Tab("Compare", id="compare"):
                 compare_tab(models)
             with gr.Tab("Tune", id="tune"):
-                tune_tab(models)
+                tune_tab(models, talon_state)
         for load in loads:  # waits for the start-up step, outside the engine's queue slots
             demo.load(**load, api_visibility="private", show_progress="hidden", concurrency_limit=None)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)

@@ -8,9 +8,10 @@ import pytest
 
 from ui import handlers as h
 from ui.examples import default_prompt
-from ui.knobs import SAMPLING_KNOBS, TALON_KNOBS, validate
+from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, validate
 from ui.models import resolve
-from ui.tab_handlers import run_compare, run_sweep
+from ui.tab_handlers import cost_curve, run_compare, run_sweep
+from viz.cost_fig import cost_curve_figure
 
 PROMPT = default_prompt()
 TALON = dict(N=16, K=4, mu=0.05, k_init=1, temperature=0.0, seed=0, max_new_tokens=12)
@@ -183,3 +184,61 @@ def test_tune_sweep_heatmaps():
     assert len(mat.data[0].z) == 1 and len(mat.data[0].z[0]) == 2
     with pytest.raises(gr.Error, match="too many"):
         run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8)
+
+
+def test_drafter_choice_changes_the_drafter_of_the_run_and_its_static_tree():
+    runs = {}
+    for name in ("model", "lookup", "eagle3"):
+        out = h.talon_step(runs.get("model"), PROMPT, 16, 4, 0.05, 1, 0.0, 0, 12, "embedded", "embedded", True, name)
+        run = runs[name] = out[0]
+        assert run.config.drafter == name and run.traces[0].drafter == name
+        assert f"on {name}" in out[1].layout.title.text and "Σp(u)" in out[1].layout.title.text
+        assert f"<b>{name}</b> proposed this tree" in out[3]
+    assert runs["lookup"] is not runs["model"]  # a changed drafter is a fresh run
+    h.talon_extras(runs["model"], True, True)
+    assert runs["model"].shadows[0].drafter == "model"  # the static side-by-side drafts with the same drafter
+    assert h.export_trace(runs["model"])[1]["config"]["drafter"] == "model"
+    with pytest.raises(gr.Error, match="unknown drafter"):
+        h.talon_step(None, PROMPT, 16, 4, 0.05, 1, 0.0, 0, 12, "embedded", "embedded", True, "oracle")
+
+
+def test_auto_preset_records_the_chosen_n_in_the_view_and_the_export():
+    label = next(name for name in PRESETS if name.startswith("auto"))
+    values = h.apply_preset(label)
+    assert values[-1] is True and values[0] == 96  # N is the cap, the auto box is ticked
+    run, out = None, None
+    for _ in range(3):
+        out = h.talon_step(run, PROMPT, *values[:4], 0.0, 0, 16, "embedded", "embedded", True, "model", values[-1])
+        run = out[0]
+    chosen = run.traces[-1].auto
+    assert chosen is not None and 1 <= chosen.N <= 96 and chosen.reason
+    assert len(run.traces[-1].nodes) <= chosen.N
+    assert f"auto chose N = {chosen.N}" in out[3] and "N (chosen by auto)" in out[3]
+    assert out[-1]["auto"]["N"] == chosen.N  # this step's trace JSON
+    data = h.export_trace(run)[1]
+    assert data["config"]["auto"] == 1 and all(s["auto"]["reason"] for s in data["steps"])
+    h.talon_extras(run, True, True)
+    assert run.shadows[2].details["N"] == chosen.N  # the static tree gets the budget auto chose
+
+
+def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
+    empty = cost_curve(None, "embedded", "embedded", "lookup")
+    assert len(empty.data[0].x) >= 8 and all(ms > 0 for ms in empty.data[0].y)  # measured t_verify(n)
+    run = None
+    for _ in range(2):
+        run = step(run, N=16)[0]
+    fig = cost_curve(run)
+    names = [t.name for t in fig.data]
+    assert "chosen N = 16" in names and "modelled speed-up" in names
+    speed = fig.data[names.index("modelled speed-up")]
+    assert max(speed.x) == 16 and all(v > 0 for v in speed.y)
+    pure = cost_curve_figure([1, 8, 64], [10.0, 15.0, 33.0], 7, [(4, 1.1), (7, 1.3)], "t")
+    assert list(pure.data[0].y) == [10.0, 15.0, 33.0] and pure.data[1].y[0] == 15.0  # N = 7 verifies 8 tokens
+
+
+def test_specbound_exit_layers_knob_shows_the_checked_layers_and_their_cost():
+    run, _, _, why = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "2,4")[:4]
+    assert run.traces[0].details["exit_layers"] == [2, 4]
+    assert "Exit checks at layers 2, 4" in why and "layer equivalents" in why
+    with pytest.raises(gr.Error, match="exit-layers"):
+        h.specbound_step(run, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "two")

@@ -58,7 +58,7 @@ def run_method(method: str, knobs: dict, cfg: RunConfig) -> Finished | CompareRo
     """Generate to the end with one method; a method missing from this build gives a row saying so."""
     try:
         m = build(method, knobs)
-        target, draft = get_models(cfg.target, cfg.draft, m.needs_draft)
+        target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
     except ValueError as exc:
         return CompareRow(method, "", None, None, None, None, "—", note=str(exc))
     s = Session(target, m, cfg.prompt, cfg.sampling, cfg.max_new_tokens, draft)

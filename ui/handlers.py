@@ -10,6 +10,7 @@ import gradio as gr
 from core.engine import SessionError
 from ui.gpu import gpu
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
+from ui.models import DEFAULT_DRAFTER
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
 from ui.preview import specbound_preview, talon_preview
@@ -36,13 +37,14 @@ def friendly(fn):
 
 
 def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dict, target: str,
-                draft: str) -> RunConfig:
+                draft: str, drafter: str | None = None, extra: dict | None = None) -> RunConfig:
+    """`extra`: knobs that are not sliders (auto, exit layers), checked by the engine when the run starts."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty: type some text or pick an example")
-    k = validate(knob_specs, knobs)
+    k = {**validate(knob_specs, knobs), **(extra or {})}
     s = validate(SAMPLING_KNOBS, sampling)
     return RunConfig(method, prompt, tuple(k.items()), s["temperature"], s["seed"], s["max_new_tokens"],
-                     target or "embedded", draft or "embedded")
+                     target or "embedded", draft or "embedded", drafter or DEFAULT_DRAFTER)
 
 
 def advance(run: Run | None, cfg: RunConfig) -> Run:
@@ -82,10 +84,12 @@ def exit_outputs(run: Run | None, view: ExitView, index: int | None) -> tuple:
 @gpu
 @friendly
 def talon_step(run, prompt, N, K, mu, k_init, temperature, seed, max_new_tokens, target="embedded",
-               draft="embedded", show_pruned=True) -> tuple:
-    """One TALON step (a new run when settings changed); the static tree and stats follow in talon_extras."""
+               draft="embedded", show_pruned=True, drafter=DEFAULT_DRAFTER, auto=False) -> tuple:
+    """One TALON step (a new run when settings changed); the static tree and stats follow in talon_extras.
+    `auto`: N is chosen per step for this machine, with the N knob as the cap."""
     cfg = make_config("talon", prompt, {"N": N, "K": K, "mu": mu, "k_init": k_init}, TALON_KNOBS,
-                      {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens}, target, draft)
+                      {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens}, target, draft,
+                      drafter, {"auto": 1} if auto else None)
     run = advance(run, cfg)
     index = clamp(run, None)
     return tree_outputs(run, tree_view(run, index, show_pruned), index)
@@ -116,10 +120,12 @@ def talon_replay(run: Run | None, step: int, show_pruned=True) -> tuple:
 @gpu
 @friendly
 def specbound_step(run, prompt, alpha, tau_exit, d_max, w_max, temperature, seed, max_new_tokens,
-                   target="embedded", annealed=True) -> tuple:
+                   target="embedded", annealed=True, exit_layers="") -> tuple:
+    """`exit_layers`: e.g. "2,4", the only layers with an exit check; empty = every layer up to d_max."""
+    layers = (exit_layers or "").strip()
     cfg = make_config("specbound", prompt, {"alpha": alpha, "tau_exit": tau_exit, "d_max": d_max, "w_max": w_max},
                       SPECBOUND_KNOBS, {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens},
-                      target, "embedded")
+                      target, "embedded", None, {"exit_layers": layers} if layers else None)
     run = advance(run, cfg)
     index = clamp(run, None)
     return exit_outputs(run, exit_view(run, index, annealed), index)
@@ -180,8 +186,8 @@ def toggle_play(label: str, speed: float) -> tuple:
 
 
 def apply_preset(name: str) -> list:
-    """The TALON knob values of a preset, in TALON_KNOBS order."""
-    return [PRESETS[name][k.name] for k in TALON_KNOBS]
+    """The TALON knob values of a preset, in TALON_KNOBS order, then whether N is chosen per step (auto)."""
+    return [PRESETS[name][k.name] for k in TALON_KNOBS] + [bool(PRESETS[name].get("auto"))]
 
 
 def set_speed(speed: float) -> dict:

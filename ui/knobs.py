@@ -41,12 +41,14 @@ SAMPLING_KNOBS = [
     Knob("max_new_tokens", "max new tokens", 1, 256, 64, 1, "Generation stops after this many tokens (or at end-of-text)."),
 ]
 
-PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair"}
+PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair",
+                "auto": "auto: N chosen per step for this machine"}
 
 
 def _preset_label(name: str, knobs: dict) -> str:
     """A preset core/ adds later is listed under its own name rather than breaking the page."""
-    return f"{PRESET_NAMES.get(name, name)} (N={knobs['N']}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
+    n = f"N≤{knobs['N']}" if knobs.get("auto") else f"N={knobs['N']}"  # under auto, N is only the cap
+    return f"{PRESET_NAMES.get(name, name)} ({n}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
 
 
 # The same presets as the CLI's --preset (core/presets.py), labelled for the dropdown.

@@ -43,3 +43,22 @@ steps where every draft forward paid for exactly one token."""
 LOSSLESS = """**Lossless.** With temperature 0 the output must equal plain greedy decoding token for token; the
 page checks this against a real plain run. With sampling, each token is distributed exactly as if the
 target had sampled it alone (the test suite checks this statistically)."""
+
+FEATURES = """**Feature-level drafting (EAGLE-3).** A separate draft model only sees tokens, so it must guess
+what the target is thinking; the *eagle3* drafter instead reads the target's own hidden states at three
+depths (the inputs of an early, a middle and a late layer), fuses them into one vector and runs a single
+decoder layer on it together with the token's embedding. To draft deeper it feeds its own output state
+back in place of the target's, which it does not have yet for drafted tokens. *model* is a separate
+1-layer draft LM and *lookup* copies what followed the longest earlier match in the text (no weights);
+the tree panel says which one proposed each tree, and Σp(u) beside τ is the drafter's own estimate of
+how many of its tokens the target accepts: compare it with the accepted count to see how calibrated it is."""
+
+HARDWARE = """**Why the best tree is small on a CPU and large on a GPU.** Verifying a tree is one target forward
+over all its nodes. On a CPU that forward costs about linearly in the number of tokens (see the cost curve
+in Tune: a 60-node tree costs several one-token forwards), so each extra node must pay for itself and
+small budgets win. On a GPU the forward is nearly flat in n until the GPU saturates, so a tree of 60
+costs about what one token costs and large trees are free tokens. The **auto** preset measures this
+machine's curve and chooses N each step to maximise predicted tokens per second (the N above is then only
+the cap); each step shows the N it picked and why."""
+
+KEYS = """**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box)."""

@@ -11,6 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.drafter_loading import DEFAULT_DRAFTER, DrafterFactory, drafter_factory
+from core.drafters import DRAFTERS, Drafter, ModelDrafter
+from core.eagle3_io import HeadLoadError
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 from core.model import CausalLM
 
@@ -117,10 +120,16 @@ def resolve(name: str, role: str) -> str:
     return name
 
 
-def get_models(target_name: str, draft_name: str, needs_draft: bool) -> tuple[CausalLM, CausalLM | None]:
-    """Shared read-only weights (load_model caches them); raises ValueError with a one-line reason."""
+def get_models(target_name: str, draft_name: str, needs_draft: bool,
+               drafter: str = "model") -> tuple[CausalLM, CausalLM | Drafter | None]:
+    """Shared read-only weights (load_model caches them); raises ValueError with a one-line reason.
+    The second item is what Session takes as `draft`: the draft LM for drafter 'model' (wrapped by the
+    Session, as before), a fresh drafter of its own for 'eagle3' / 'lookup', None when nothing drafts."""
+    if drafter not in DRAFTERS:
+        raise ValueError(f"unknown drafter '{drafter}' (choose from {', '.join(DRAFTERS)})")
+    use_lm = needs_draft and drafter == "model"
     target_src = resolve(target_name, "target")
-    draft_src = resolve(draft_name, "draft") if needs_draft else None
+    draft_src = resolve(draft_name, "draft") if use_lm else None
     for typed, src in ((target_name, target_src), (draft_name, draft_src)):
         if src is not None and (typed or "").strip() not in ("", EMBEDDED):  # a visitor's Hub id, not the operator's
             check_size(src, hub_policy())
@@ -131,4 +140,28 @@ def get_models(target_name: str, draft_name: str, needs_draft: bool) -> tuple[Ca
         raise ValueError(str(exc)) from None
     if draft is not None and len(draft.tokenizer) != len(target.tokenizer):
         raise ValueError("the draft and target tokenizers differ; pick a draft from the target's family")
+    if needs_draft and drafter != "model":
+        return target, new_drafter(drafter, target)
     return target, draft
+
+
+_FACTORIES: dict[tuple[str, int], DrafterFactory] = {}
+
+
+def new_drafter(name: str, target: CausalLM) -> Drafter:
+    """A fresh drafter (its own caches) for one session; the weights behind it (the EAGLE-3 head) are
+    loaded once per target and shared. The head is the embedded one: it only fits the embedded target."""
+    key = (name, id(target))  # load_model caches targets, so the id is stable while the target lives
+    if key not in _FACTORIES:
+        try:
+            _FACTORIES[key] = drafter_factory(name, target, None, device())
+        except (HeadLoadError, ModelLoadError) as exc:
+            raise ValueError(f"drafter '{name}' cannot be used with this target: {exc}") from None
+    return _FACTORIES[key]()
+
+
+def drafter_for(target_name: str, draft_name: str, drafter: str) -> tuple[CausalLM, Drafter]:
+    """The target and a drafter instance of this kind (the draft LM wrapped), e.g. to measure its costs."""
+    target, draft = get_models(target_name, draft_name, True, drafter)
+    return target, ModelDrafter(draft) if isinstance(draft, CausalLM) else draft
+

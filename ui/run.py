@@ -13,7 +13,7 @@ from core.sampling import SamplingConfig
 from core.trace import StepTrace
 from ui.baseline import BASELINES, timed_step
 from ui.limits import CACHES, prompt_char_limit
-from ui.models import get_models
+from ui.models import DEFAULT_DRAFTER, get_models
 from viz.stats import Baseline, RunStats, run_stats
 
 
@@ -22,12 +22,13 @@ class RunConfig:
     """Everything that defines a run; a changed config means a fresh run."""
     method: str
     prompt: str
-    knobs: tuple[tuple[str, float], ...]
+    knobs: tuple[tuple[str, float | str], ...]
     temperature: float = 0.0
     seed: int = 0
     max_new_tokens: int = 64
     target: str = "embedded"
     draft: str = "embedded"
+    drafter: str = DEFAULT_DRAFTER  # who proposes the trees: eagle3 | model | lookup
 
     def __post_init__(self) -> None:
         check_prompt_chars(self.prompt, prompt_char_limit())  # before any tokenizer sees it
@@ -37,8 +38,11 @@ class RunConfig:
         return SamplingConfig(temperature=self.temperature, seed=self.seed)
 
     def as_dict(self) -> dict:
-        return {"method": self.method, "prompt": self.prompt, **dict(self.knobs), "temperature": self.temperature,
-                "seed": self.seed, "max_new_tokens": self.max_new_tokens, "target": self.target, "draft": self.draft}
+        out = {"method": self.method, "prompt": self.prompt, **dict(self.knobs), "temperature": self.temperature,
+               "seed": self.seed, "max_new_tokens": self.max_new_tokens, "target": self.target, "draft": self.draft}
+        if self.method in ("chain", "static", "talon"):  # the methods that draft with a drafter
+            out["drafter"] = self.drafter
+        return out
 
 
 def build(method: str, knobs: dict):
@@ -51,7 +55,7 @@ def build(method: str, knobs: dict):
 
 def new_session(cfg: RunConfig, prompt: str | list[int] | None = None, method: str | None = None) -> Session:
     m = build(method or cfg.method, dict(cfg.knobs))
-    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft)
+    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
     return Session(target, m, cfg.prompt if prompt is None else prompt, cfg.sampling, cfg.max_new_tokens, draft)
 
 
@@ -99,13 +103,18 @@ class Run:
 
     def shadow(self, index: int, knobs: dict) -> StepTrace | None:
         """The static EAGLE-style tree drafted and verified once from step `index`'s prefix with the same
-        budget, in a throwaway session, so the run's own text is untouched."""
+        budget (under `auto`, the N auto chose for that step), with the same drafter, in a throwaway session,
+        so the run's own text is untouched."""
         if index in self.shadows or not 0 <= index < len(self.prefixes):
             return self.shadows.get(index)
         cfg, prefix = self.config, self.prefixes[index]
+        knobs = {k: v for k, v in knobs.items() if k != "auto"}
+        chosen = self.traces[index].auto if index < len(self.traces) else None
+        if chosen is not None:
+            knobs["N"] = chosen.N
         left = cfg.max_new_tokens - (len(prefix) - len(self.session.prompt_ids))  # the same length limit
         shadow_cfg = RunConfig("static", cfg.prompt, tuple(knobs.items()), cfg.temperature, cfg.seed + index,
-                               max(1, left), cfg.target, cfg.draft)
+                               max(1, left), cfg.target, cfg.draft, cfg.drafter)
         self.shadows[index] = new_session(shadow_cfg, prompt=prefix).step()
         return self.shadows[index]
 

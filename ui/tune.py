@@ -75,9 +75,9 @@ class Cell:
 
 def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig) -> Cell:
     m = build(method, knobs)
-    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft)
     cell = Cell(0, 0, [])
     for prompt in prompts:
+        target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)  # a fresh drafter per session
         s = Session(target, m, prompt, cfg.sampling, cfg.max_new_tokens, draft)
         step_ms = []
         while not s.done:

@@ -60,19 +60,30 @@ def outcomes(run: Run | None, index: int | None) -> Outcomes:
                     oracle_scatter(series), stats_html(run.stats()))
 
 
+def on(trace) -> str:
+    """Which drafter proposed the tree, for the figure titles."""
+    return f" on {trace.drafter}" if trace.drafter else ""
+
+
+def tau_text(trace) -> str:
+    """τ with Σp(u) beside it (the drafter's estimate of the accepted count), then δ."""
+    score = "" if trace.score_sum is None else f" (Σp(u) = {trace.score_sum:.2f})"
+    return f"τ = {trace.tau}{score}, δ = {trace.delta}"
+
+
 def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> TreeView:
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     shadow = None if index is None else run.shadows.get(index)
-    title = "" if trace is None else f"{run.config.method.upper()} · step {index + 1} · τ = {trace.tau}, δ = {trace.delta}"
+    title = "" if trace is None else f"{run.config.method.upper()}{on(trace)} · step {index + 1} · {tau_text(trace)}"
     height = max(natural_height(trace), natural_height(shadow))  # side by side: levels line up
     if shadow is None:
         static = tree_figure(None, title="Static EAGLE-style tree (same prefix, same N)", height=height)
         if trace is not None:
             static.layout.annotations[0].text = "Computing the static tree for this prefix…"
     else:
-        static = tree_figure(shadow, show_pruned, f"STATIC (D={shadow.details.get('depth')}, same N) · "
-                                                  f"τ = {shadow.tau}, δ = {shadow.delta}", height)
+        static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={shadow.details.get('depth')}, "
+                                                  f"N={shadow.details.get('N')}) · {tau_text(shadow)}", height)
     return TreeView(tree_figure(trace, show_pruned, title, height), static, budget_html(trace), levels_html(trace),
                     outcomes(run, index))
 
@@ -85,10 +96,26 @@ def heads_note(trace) -> str:
     return f"Exit heads: {heads}." if heads else ""
 
 
+def checks_note(trace) -> str:
+    """Which layers have an exit check, and what one check costs (δ counts them in layer equivalents)."""
+    d = trace.details
+    layers, cost, evals = d.get("exit_layers"), d.get("head_cost_layers"), d.get("head_evals")
+    if layers is None:
+        return ""
+    where = (f"Exit checks at layers {', '.join(map(str, layers))}" if layers else
+             "No exit layer lies between the lowest exit layer and d_max: every token runs d_max layers")
+    if cost is None:
+        return where + "."
+    spent = "" if evals is None else f"; this step made {evals} checks = {evals * cost:.2f} layers"
+    return (f"{where}. One exit-head check costs {cost:.2f} layer equivalents (measured){spent}, counted in δ "
+            f"beside the layers run.")
+
+
 def exit_view(run: Run | None, index: int | None, annealed: bool = True) -> ExitView:
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     why = message_html("No step yet.") if trace is None else (
-        budget_html(trace) + message_html(why_stopped(trace)) + message_html(heads_note(trace)))
+        budget_html(trace) + message_html(why_stopped(trace)) + message_html(checks_note(trace))
+        + message_html(heads_note(trace)))
     heatmap = confidence_heatmap(None) if trace is None else run_heatmap(run.traces, index, annealed)
     return ExitView(heatmap, exit_bars(trace), why, outcomes(run, index))

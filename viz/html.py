@@ -86,11 +86,35 @@ def budget_html(trace: StepTrace | None) -> str:
     used = len(trace.nodes)
     if not cap:
         return f'<div class="ss-budget">{used} nodes drafted</div>'
+    if trace.auto is not None:  # details hold the cap; the budget of this step is auto's choice
+        cap, label = trace.auto.N, "auto"
     frac = min(1.0, used / cap)
-    name = {"N": "N", "gamma": "γ", "w_max": "w_max"}[label]
+    name = {"N": "N", "gamma": "γ", "w_max": "w_max", "auto": "N (chosen by auto)"}[label]
     return (f'<div class="ss-budget"><div class="ss-meter"><div style="width:{frac:.0%}"></div></div>'
             f"budget: {used} of {name} = {cap} nodes used · δ = {trace.delta:.3g} draft forwards · "
-            f"τ = {trace.tau} committed</div>")
+            f"τ = {trace.tau} committed{score_text(trace)}</div>{drafter_html(trace)}{auto_html(trace)}")
+
+
+def score_text(trace: StepTrace) -> str:
+    """Σp(u) beside τ: the drafter's own estimate of how many drafted tokens the target would accept."""
+    if trace.score_sum is None:
+        return ""
+    return f" · Σp(u) = {trace.score_sum:.2f} vs {trace.accepted} accepted"
+
+
+def drafter_html(trace: StepTrace) -> str:
+    if not trace.drafter:
+        return ""
+    return f'<div class="ss-note">drafter: <b>{escape(trace.drafter)}</b> proposed this tree</div>'
+
+
+def auto_html(trace: StepTrace) -> str:
+    """Under `auto`: the N chosen for this step and why (also in the step's JSON trace)."""
+    a = trace.auto
+    if a is None:
+        return ""
+    mu = "" if a.mu is None else f", μ = {a.mu:g}"
+    return f'<div class="ss-note">auto chose N = {a.N}{mu} for this step: {escape(a.reason)}</div>'
 
 
 def levels_html(trace: StepTrace | None) -> str:

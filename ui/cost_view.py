@@ -1,0 +1,60 @@
+"""Tune tab's cost panel: this machine's measured t_verify(n) (core.cost_model, cached per device, model,
+dtype and drafter) beside the speed-up over AR modelled for the visitor's TALON run at each budget N.
+
+The model is auto's own (core.auto_budget): E[τ] from the run's recent trees truncated to N nodes and
+weighted by the run's acceptance per depth, step time from the measured curves; AR is one 1-token forward
+per token. So the curve exists for any TALON run, auto or not, up to the largest budget it used."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.auto_budget import GRID, HISTORY, AutoState
+from core.cost_model import CostModel, measure
+from ui.models import drafter_for
+from ui.run import Run
+
+
+@dataclass
+class CostView:
+    cost: CostModel
+    chosen_n: int | None
+    speedup: list[tuple[int, float]]
+    note: str
+
+
+def used_n(trace) -> int:
+    """The budget a step had: auto's choice (details keep the cap), else the N knob."""
+    return trace.auto.N if trace.auto is not None else int(trace.details.get("N") or len(trace.nodes))
+
+
+def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[int, float]], str]:
+    """(the N the run used last, [(N, modelled speed-up over AR)], where it came from)."""
+    traces = [t for t in run.traces if t.method in ("talon", "static") and t.nodes]
+    if not traces:
+        return None, [], "no TALON step with a tree yet: press Step in the TALON tab"
+    last = traces[-1]
+    chosen = last.auto.N if last.auto is not None else last.details.get("N")
+    cap = max(used_n(t) for t in traces[-HISTORY:])
+    state = AutoState(cost, N=cap, n_max=cap)
+    for t in traces[:-HISTORY]:
+        state.acceptance.update(t)  # acceptance per depth over every step; the recent trees replayed below
+    for t in traces[-HISTORY:]:
+        state.observe(t, t.method == "static", used_n(t))
+    ar_tok_s = 1000.0 / cost.t_verify(1)
+    grid = sorted({g for g in GRID if g <= cap} | ({chosen} if isinstance(chosen, int) else set()))
+    points = [(g, state.rate(g) / ar_tok_s) for g in grid]
+    how = "auto" if last.auto is not None else f"N = {chosen}"
+    return chosen, points, (f"modelled from this run's last {min(len(traces), HISTORY)} trees ({how}, drafter "
+                            f"{last.drafter or '?'}) truncated to each N, and its acceptance per depth")
+
+
+def cost_view(run: Run | None, target: str, draft: str, drafter: str) -> CostView:
+    """The curve for the run's own target and drafter when there is a run, else for the Tune tab's choice."""
+    if run is not None and run.traces:
+        target, draft, drafter = run.config.target, run.config.draft, run.config.drafter
+    tgt, instance = drafter_for(target, draft, drafter)
+    cost = measure(tgt, instance)
+    if run is None or not run.traces:
+        return CostView(cost, None, [], "Step a TALON run (any preset; auto marks its choice) to model its speed-up")
+    chosen, points, note = modelled_speedup(cost, run)
+    return CostView(cost, chosen, points, note)
