@@ -12,7 +12,7 @@ CHOSEN = "#e6550d"
 
 def cost_curve_figure(verify_n: list[int], verify_ms: list[float], chosen_n: int | None = None,
                       speedup: list[tuple[int, float]] | None = None, title: str = "",
-                      note: str = "", height: int = 340) -> go.Figure:
+                      note: str = "", height: int = 400) -> go.Figure:
     """Left: t_verify(n), the target's forward over n new tokens (ms), with the one-token forward as the
     reference and the chosen tree's n = N + 1 (N nodes + the root) marked. Right: the modelled speed-up
     over plain decoding at each budget N, the chosen N marked. `speedup` may be empty (no run yet)."""
@@ -24,7 +24,7 @@ def cost_curve_figure(verify_n: list[int], verify_ms: list[float], chosen_n: int
                              hovertemplate="n = %{x}<br>%{y:.1f} ms<extra></extra>"), row=1, col=1)
     if verify_ms:
         fig.add_hline(y=verify_ms[0], line=dict(color="#999", dash="dot", width=1), row=1, col=1,
-                      annotation_text="1 token (an AR step)", annotation_position="top left")
+                      annotation_text="1 token (an AR step)", annotation_position="bottom right")
     if chosen_n is not None and verify_n:
         n = chosen_n + 1
         fig.add_trace(go.Scatter(x=[n], y=[_interp(n, verify_n, verify_ms)], mode="markers", name=f"chosen N = {chosen_n}",
@@ -48,8 +48,8 @@ def cost_curve_figure(verify_n: list[int], verify_ms: list[float], chosen_n: int
     fig.update_xaxes(title_text="node budget N", row=1, col=2)
     fig.update_yaxes(title_text="× AR", rangemode="tozero", row=1, col=2)
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=50, r=20, t=110, b=44), title=dict(text=title, x=0.01, y=0.98, yanchor="top"),
-                      legend=dict(orientation="h", x=0, y=1.1, yanchor="bottom", font=dict(size=11)))
+                      margin=dict(l=50, r=20, t=140, b=44), title=dict(text=title, x=0.01, y=0.95, yanchor="top"),
+                      legend=dict(orientation="h", x=0, y=1.16, yanchor="bottom", font=dict(size=11)))
     if speedup and note:
         fig.layout.title.text = f"{title}<br><sub>{note}</sub>"
     return fig
