@@ -44,8 +44,9 @@ def knob_input(k: Knob):
                      elem_classes="ss-knob", min_width=200)
 
 
-DRAFTER_CHOICES = [("eagle3 (head on the target's features)", "eagle3"), ("model (1-layer draft LM)", "model"),
-                   ("lookup (n-gram in the text)", "lookup")]
+DRAFTER_CHOICES = [(label, name) for label, name in [
+    ("eagle3 (head on the target's features)", "eagle3"), ("model (1-layer draft LM)", "model"),
+    ("lookup (n-gram in the text)", "lookup")] if name != "eagle3" or DEFAULT_DRAFTER == "eagle3"]  # head shipped?
 
 
 def drafter_input(elem_id: str) -> gr.Radio:
