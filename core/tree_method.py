@@ -104,7 +104,7 @@ class TreeMethod:
         trace.verify_ms, trace.target_forwards = t_verify.ms, 1
         # 3. commit: keep the accepted path's K/V in the target's cache, drop the rest
         s.tcache.compact([base + P + i for i in verdict.path], start=base + P)
-        self._record(s, trace, grown, p, verdict, drafter.name)
+        self._record(s, trace, grown, p, verdict, drafter.name, policy)
         s.finish_trace(trace, [tree.tokens[i] for i in verdict.path] + [verdict.bonus])
         # 4. tell the drafter what was accepted (and the target's states there, when it reads them)
         feats = None
@@ -117,7 +117,7 @@ class TreeMethod:
         return trace
 
     def _record(self, s: Session, trace: StepTrace, grown: GrowResult, p: torch.Tensor, verdict: TreeVerdict,
-                drafter: str) -> None:
+                drafter: str, policy: Policy) -> None:
         tree = grown.tree
         visited = {ROOT, *verdict.path}
         accepted = set(verdict.path)
@@ -136,7 +136,7 @@ class TreeMethod:
         trace.draft_stop = grown.stop
         trace.drafter = drafter
         trace.score_sum = sum(tree.scores)
-        knobs = {k: v for k, v in vars(self.policy).items() if k != "name"}
+        knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
         trace.details = {"policy": self.name, **knobs, "nodes": len(tree), "budget_counts_root": False,
                          "drafter": drafter, "shape_temperature": self.shape_temperature,
                          "residual": verdict.residual}
