@@ -57,8 +57,8 @@ def card_section(m: dict, mb: float) -> str:
 
 `eagle3/`: an EAGLE-3 head for the target in the published SafeAILab/EAGLE layout (`config.json` with
 `draft_vocab_size`, `model.safetensors` with `fc`, `midlayer.*`, `norm`, `lm_head`, `d2t`, `t2d`; fp16,
-{mb:.2f} MB). It reads the target's hidden states entering layers 2, L//2, L-3, one decoder layer of width
-{a.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
+{mb:.2f} MB). It reads the target's hidden states entering layers 2, L//2, L-3, runs one decoder layer of
+width {m.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
 ({m['draft_vocab_coverage']:.1%} of training tokens). Trained by
 `python -m core.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
 {m['train_s'] / 60:.1f} min on 2 CPU cores shared with other work), {a['ttt']} unrolled draft steps per position
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     train_s = elapsed + time.time() - t0
     metrics = evaluate(head, target, heldout, args.ttt, draft_ids, args.eval_tokens, args.seq_len)
     metrics.update(train_s=train_s, train_tokens=args.steps * args.batch_size * args.seq_len,
-                   draft_vocab_coverage=float(coverage), args=vars(args), legs=legs)
+                   draft_vocab_coverage=float(coverage), args=vars(args), legs=legs, hidden=head.config.hidden_size)
     save_head(head, out, metrics)
     if args.card is not None:
         mb = (out / "model.safetensors").stat().st_size / 1e6
