@@ -10,9 +10,10 @@
 
 It starts from a prior (the largest N whose verification costs at most PRIOR_SLOWDOWN × a one-token
 forward: small on a CPU, large on a GPU) and moves at most one grid notch per step, and only for a
-predicted gain above HYSTERESIS, so it cannot oscillate. One notch up is explored when recent trees used
-their whole budget and the last notch still paid (its marginal tokens per second above the step's rate).
-μ and the static depth D are left as set: N is the knob whose best value depends on the hardware.
+predicted gain above HYSTERESIS, so it cannot oscillate. A budget is predicted only from trees grown with
+at least that budget, so every EXPLORE_EVERY-th step grows one notch above the current N: that tree then
+answers for both budgets. μ and the static depth D are left as set: N is the knob whose best value
+depends on the hardware.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ GRID = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 HISTORY = 8  # recent trees replayed
 HYSTERESIS = 0.03
 PRIOR_SLOWDOWN = 1.6
+EXPLORE_EVERY = 4
 
 
 @dataclass
@@ -52,7 +54,7 @@ class AcceptanceModel:
 class Replay:
     """One recent tree, reduced to what the predictor needs: (depth, p(u)) in growth order."""
     nodes: list[tuple[int, float]]
-    full: bool  # the tree used its whole budget
+    budget: int  # the N it was grown with: it answers for every budget up to this one
     build_ms: float
     static_levels: int | None  # static tree: δ = D + 1 whatever N
 
@@ -61,7 +63,7 @@ def replay_of(trace: StepTrace, static: bool, used_n: int) -> Replay:
     nodes = [(n.depth, n.score) for n in trace.nodes]
     if static:  # the static tree of a smaller budget keeps the best N by p(u), ancestors first
         nodes.sort(key=lambda x: (-x[1], x[0]))
-    return Replay(nodes, len(trace.nodes) >= used_n, trace.build_ms, trace.delta if static else None)
+    return Replay(nodes, used_n, trace.build_ms, trace.delta if static else None)
 
 
 @dataclass
@@ -73,6 +75,7 @@ class AutoState:
     acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
     recent: list[Replay] = field(default_factory=list)
     last: AutoChoice | None = None
+    steps: int = 0
 
     @classmethod
     def start(cls, cost: CostModel, n_max: int) -> "AutoState":
@@ -97,48 +100,36 @@ class AutoState:
         ms = r.build_ms + sum(self.cost.t_draft(w) for w in widths) + self.cost.t_verify(len(kept) + 1)
         return tau, ms
 
-    def rate(self, n: int) -> float:
-        """Predicted tokens per second at budget n, averaged over the recent trees."""
-        taus, mss = zip(*(self.predict(n, r) for r in self.recent))
+    def rate(self, n: int) -> float | None:
+        """Predicted tokens per second at budget n, from the recent trees grown with a budget ≥ n."""
+        usable = [r for r in self.recent if r.budget >= n]
+        if not usable:
+            return None
+        taus, mss = zip(*(self.predict(n, r) for r in usable))
         return 1000.0 * sum(taus) / sum(mss)
 
     def choose(self) -> AutoChoice:
         """The budget for the next step (at most one notch from the current one)."""
         if not self.recent:
             return self.last
+        self.steps += 1
         grid = sorted({g for g in GRID if g <= self.n_max} | {self.N})
         i = grid.index(self.N)
-        below, here = grid[max(0, i - 1)], self.N
-        predicted = [(g, self.rate(g)) for g in grid[: i + 1]]
-        best, best_rate = max(((below, self.rate(below)), (here, self.rate(here))), key=lambda x: x[1])
-        reason = f"N = {here}: predicted {self.rate(here):.0f} tok/s"
-        full = sum(r.full for r in self.recent) * 2 >= len(self.recent)
-        if i + 1 < len(grid) and full and below < here:
-            # explore up: the last notch's marginal tokens per second, extrapolated one notch further
-            up = grid[i + 1]
-            d_tau = self._mean_tau(here) - self._mean_tau(below)
-            d_ms = self._mean_ms(here) - self._mean_ms(below)
-            extra_ms = self.cost.t_verify(up + 1) - self.cost.t_verify(here + 1)
-            up_rate = 1000.0 * (self._mean_tau(here) + d_tau * (up - here) / (here - below)) / (
-                self._mean_ms(here) + max(extra_ms, d_ms * (up - here) / (here - below)))
-            predicted.append((up, up_rate))
-            if up_rate > max(best_rate, self.rate(here)) * (1 + HYSTERESIS):
-                best, best_rate = up, up_rate
-                reason = f"N {here} → {up}: trees fill the budget and the last notch paid ({up_rate:.0f} tok/s predicted)"
-        if best == below and best != here:
-            if best_rate > self.rate(here) * (1 + HYSTERESIS):
-                reason = f"N {here} → {below}: the last notch costs more than it commits ({best_rate:.0f} tok/s predicted)"
-            else:
-                best = here
-        self.N = best
-        self.last = AutoChoice(best, None, reason, predicted)
+        here = self.N
+        near = grid[max(0, i - 1): i + 2]
+        predicted = [(g, r) for g in grid if (r := self.rate(g)) is not None]
+        rates = dict(predicted)
+        if self.steps % EXPLORE_EVERY == 0 and i + 1 < len(grid):
+            up = grid[i + 1]  # this step only: its tree tells what one notch more would commit
+            self.last = AutoChoice(up, None, f"exploring N = {up} for one step (resting at N = {here})", predicted)
+            return self.last
+        best = max((g for g in near if g in rates), key=lambda g: rates[g], default=here)
+        reason = f"N = {here}: predicted {rates.get(here, 0):.0f} tok/s"
+        if best != here and rates[best] > rates.get(here, 0) * (1 + HYSTERESIS):
+            reason = f"N {here} → {best}: predicted {rates[best]:.0f} vs {rates.get(here, 0):.0f} tok/s"
+            self.N = best
+        self.last = AutoChoice(self.N, None, reason, predicted)
         return self.last
-
-    def _mean_tau(self, n: int) -> float:
-        return sum(self.predict(n, r)[0] for r in self.recent) / len(self.recent)
-
-    def _mean_ms(self, n: int) -> float:
-        return sum(self.predict(n, r)[1] for r in self.recent) / len(self.recent)
 
     def observe(self, trace: StepTrace, static: bool, used_n: int) -> None:
         self.acceptance.update(trace)

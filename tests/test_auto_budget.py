@@ -32,22 +32,25 @@ def test_the_prior_is_small_when_verification_grows_and_large_when_it_is_flat():
 
 def test_n_moves_one_notch_per_step_towards_what_pays():
     state = AutoState.start(cost(flat=True), 128)
-    state.N = 8
-    seen = [8]
-    for _ in range(6):  # every tree fills its budget and is accepted whole: bigger trees pay on flat costs
-        state.observe(chain_trace(state.N, state.N), static=False, used_n=state.N)
-        seen.append(state.choose().N)
-    steps = [GRID.index(b) - GRID.index(a) for a, b in zip(seen, seen[1:])]
-    assert all(0 <= d <= 1 for d in steps) and seen[-1] > 8
+    state.N = n = 8
+    resting, used = [8], []
+    for _ in range(16):  # every tree is accepted whole: bigger trees pay on flat costs
+        state.observe(chain_trace(n, n), static=False, used_n=n)
+        n = state.choose().N
+        used.append(n)
+        resting.append(state.N)
+    moves = [GRID.index(b) - GRID.index(a) for a, b in zip(resting, resting[1:])]
+    assert all(0 <= d <= 1 for d in moves) and resting[-1] > 8
+    assert all(GRID.index(u) - GRID.index(r) in (0, 1) for u, r in zip(used, resting[1:]))  # explore one notch up
     assert state.last.reason and state.last.predicted
 
 
 def test_n_shrinks_when_deep_nodes_are_never_accepted_on_a_cpu_like_curve():
     state = AutoState.start(cost(flat=False), 96)
-    state.N = 32
-    for _ in range(6):
-        state.observe(chain_trace(state.N, 1, q=0.5), static=False, used_n=state.N)
-        state.choose()
+    state.N = n = 32
+    for _ in range(8):
+        state.observe(chain_trace(n, 1, q=0.5), static=False, used_n=n)
+        n = state.choose().N
     assert state.N < 32
 
 
