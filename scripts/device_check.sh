@@ -32,7 +32,9 @@ for dtype in $DTYPES; do
   eps=1e-4
   [ "$dtype" = bf16 ] && eps="$BF16_EPS"
   log="$(mktemp -t specscope-device-check-XXXX.log)"
-  export SPECSCOPE_TEST_DEVICE="$DEVICE" SPECSCOPE_TEST_DTYPE="$dtype" SPECSCOPE_TEST_EPS="$eps"
+  ties=0.05
+  [ "$dtype" = bf16 ] && ties=0.5  # the near-tie share is what this check reports; it must not fail on it
+  export SPECSCOPE_TEST_DEVICE="$DEVICE" SPECSCOPE_TEST_DTYPE="$dtype" SPECSCOPE_TEST_EPS="$eps" SPECSCOPE_TEST_MAX_NEAR_TIES="$ties"
   python -m pytest -q -s -p no:cacheprovider "${FILES[@]}" "$@" >"$log" 2>&1; rc1=$?
   python -m pytest -q -s -p no:cacheprovider tests/test_specbound.py -k greedy "$@" >>"$log" 2>&1; rc2=$?
   [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || status=1
