@@ -92,14 +92,24 @@ def test_budget_truncation_keeps_the_highest_scores():
     assert res.stop == "budget" and len(res.tree) == 4
 
 
-def test_growth_stops_on_an_empty_frontier():
-    # a strict gate keeps one child per level, and a leaf-only table ends the frontier via the depth cap;
-    # an empty frontier arises when nothing passes: impossible (m_d always passes), so empty means no parents.
+def test_growth_stops_at_the_depth_cap():
     table = {(): {A: 1.0}}
     res = TalonPolicy(N=10, K=1, mu=1.0, k_init=1).grow(table_expand(table, {B: 1.0}), max_depth=4)
     assert res.forwards == 4 and res.stop == "depth" and len(res.tree) == 4
     res = TalonPolicy(N=10, K=1, mu=1.0, k_init=1).grow(table_expand(table), max_depth=0)
     assert len(res.tree) == 0 and res.forwards == 0
+
+
+def test_growth_stops_on_an_empty_frontier():
+    """A drafter with nothing to propose (q = 0 everywhere, e.g. prompt lookup without a match) ends growth."""
+    def expand(frontier, tree):
+        q = torch.zeros(len(frontier), V)
+        if frontier == [ROOT]:
+            q[0, A] = 1.0  # one proposal at the root, none below it
+        return q
+    for policy in (TalonPolicy(N=10, K=2, mu=0.1), StaticPolicy(N=10, K=2, depth=5)):
+        res = policy.grow(expand, max_depth=6)
+        assert res.stop == "frontier" and res.tree.tokens == [A] and res.forwards == 2, policy.name
 
 
 def test_frontier_empties_when_budget_is_reached_exactly():
