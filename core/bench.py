@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from dataclasses import asdict, dataclass, field
 
 import torch
 
-from core.cost_model import measure as measure_costs
+from core.cost_model import measure as measure_costs, median_ms
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
 from core.generate import add_common_args, fail, method_knobs
@@ -88,15 +87,6 @@ def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict
     return spec, name, drafter, knobs
 
 
-def median_s(fn, reps: int = 30) -> float:
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
-
 @torch.inference_mode()
 def measure_c(target, make: DrafterFactory, context: list[int]) -> float:
     """Median time of the drafter expanding one node over a one-token target forward, at this context
@@ -123,7 +113,7 @@ def measure_c(target, make: DrafterFactory, context: list[int]) -> float:
     def target_one() -> None:
         cache.rollback(len(context))
         target.forward(context[-1:], [len(context)], cache)
-    return median_s(expand_one) / median_s(target_one)
+    return median_ms(expand_one, 30) / median_ms(target_one, 30)
 
 
 def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str, DrafterFactory], sampling,

@@ -49,7 +49,8 @@ class CostModel:
         return asdict(self)
 
 
-def _median_ms(fn, reps: int) -> float:
+def median_ms(fn, reps: int) -> float:
+    """Median wall milliseconds of `fn` over `reps` calls after one warm-up call (CUDA synchronised)."""
     fn()  # warm
     times = []
     for _ in range(reps):
@@ -71,7 +72,7 @@ def _verify_curve(target: CausalLM, reps: int) -> list[float]:
         def run() -> None:
             cache.rollback(CONTEXT)
             target.forward(ctx[:n], range(CONTEXT, CONTEXT + n), cache)
-        out.append(_median_ms(run, reps))
+        out.append(median_ms(run, reps))
     return out
 
 
@@ -98,7 +99,7 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
             drafter.cache.length = length
             drafter.slots = {}
             drafter.propose(list(range(w)), tree)
-        out.append(_median_ms(run, reps))
+        out.append(median_ms(run, reps))
     return list(DRAFT_WIDTHS), out
 
 

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from dataclasses import dataclass, field
 
 import torch
 
+from core.cost_model import median_ms
 from core.engine import Session, Timer
 from core.exit_heads import ExitHeads, heads_for
 from core.kv_cache import KVCache
@@ -84,17 +84,8 @@ def head_cost_layers(lm: CausalLM, heads: ExitHeads, reps: int = 25) -> float:
     cache = lm.new_cache(64)
     pos = torch.tensor([32], device=lm.device)
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
-
-    def median(fn) -> float:
-        fn()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return sorted(times)[reps // 2]
-    t_layer = median(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, 1))
-    t_head = median(lambda: heads.logits(lm, 1, h))
+    t_layer = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, 1), reps)
+    t_head = median_ms(lambda: heads.logits(lm, 1, h), reps)
     return t_head / t_layer
 
 
