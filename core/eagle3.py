@@ -10,7 +10,7 @@ the target's own (frozen) and is not stored with the head.
 
 Entry t of the head pairs the target's fused state f_t with the next token x_{t+1} at position t, and
 its output state s_t predicts x_{t+2}. Drafting deeper, a node feeds its parent's s back in place of
-f: the "training-time test" in core/train_eagle3.py unrolls exactly that.
+f: the "training-time test" in cli/train_eagle3.py unrolls exactly that.
 """
 from __future__ import annotations
 

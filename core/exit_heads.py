@@ -105,7 +105,7 @@ def load_heads(lm: CausalLM, folder: Path | None = None) -> ExitHeads:
         return logit_lens(lm)
     if not matches(lm, read_meta(folder)):
         warnings.warn(f"{folder / WEIGHTS} was trained on other weights than {lm.name}'s; using the logit lens "
-                      f"(retrain with python -m core.train_exit_heads)")
+                      f"(retrain with python -m cli.train_exit_heads)")
         return logit_lens(lm)
     tensors = load_file(str(folder / WEIGHTS))
     n, d, r = tensors["up"].shape

@@ -18,7 +18,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 from core.model import SUPPORTED_FAMILIES, CausalLM
-from core.train_utils import pick_device
+from core.device import pick_device
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_TARGET = str(ASSETS / "models" / "target")

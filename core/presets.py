@@ -1,6 +1,6 @@
 """Named knob settings for the tree methods: the papers' defaults and the best measured on the embedded pair.
 
-The embedded pair's best settings come from `python -m core.bench ... --sweep-N ... --sweep-mu ...`
+The embedded pair's best settings come from `python -m cli.bench ... --sweep-N ... --sweep-mu ...`
 (tables in README.md): on a CPU, verifying a tree costs about linearly in its size, so the fastest budget
 is small (N = 16); μ larger than the paper's buys MAT with more draft forwards, which the CPU does not repay.
 """

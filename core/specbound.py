@@ -44,7 +44,7 @@ from core.sampling import choose, probs
 from core.trace import ROOT, DraftNode, ExitTrace, StepTrace, TargetChoice
 from core.verify import verify_chain_greedy, verify_chain_sampling
 
-# Defaults measured on the embedded 12-layer target with its trained heads (python -m core.tune_specbound,
+# Defaults measured on the embedded 12-layer target with its trained heads (python -m cli.tune_specbound,
 # docs/bench/specbound_tune.md). That model is rarely confident, hence the low τ_exit; α = 0.5 lifts
 # drafted-token acceptance from 0.20 (α = 0) to 0.69; d_max = 4 keeps failed drafts and head evaluations
 # cheap (a head is an LM-head matmul: ~2.5 layers of FLOPs at d = 256, V = 8192); min_exit_layer = 2 skips

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gradio_client import Client  # noqa: E402
 
-from tests.app_server import launched_app  # noqa: E402
+from ui.server import launched_app  # noqa: E402
 from ui.examples import default_prompt  # noqa: E402
 from ui.knobs import SAMPLING_KNOBS, TALON_KNOBS  # noqa: E402
 

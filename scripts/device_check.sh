@@ -19,7 +19,7 @@ FILES=(tests/test_chain_equivalence.py tests/test_tree_equivalence.py tests/test
 
 python - "$DEVICE" <<'PY' || exit 2
 import sys
-from core.train_utils import pick_device
+from cli.train_utils import pick_device
 try:
     print("device:", pick_device(sys.argv[1]))
 except ValueError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import tests.equivalence as eq  # noqa: E402
+import core.lossless_check as eq  # noqa: E402
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402
 from core.prompts import ASSET_PROMPTS, read_prompts  # noqa: E402

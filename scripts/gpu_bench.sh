@@ -11,4 +11,4 @@ for d in eagle3 model lookup; do
   for n in 8 16 32 60 96; do specs+=",talon@$d:N=$n"; done
   specs+=",talon@$d:auto=1:N=96"
 done
-python -m core.bench --prompts assets/prompts/heldout.jsonl --max-new-tokens 64 --methods "$specs" "${extra[@]}"
+python -m cli.bench --prompts assets/prompts/heldout.jsonl --max-new-tokens 64 --methods "$specs" "${extra[@]}"

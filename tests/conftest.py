@@ -5,19 +5,19 @@ import os
 
 import pytest
 
-import tests.equivalence
+import core.lossless_check
 import tests.tiny_models
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, load_model, pick_dtype
 from core.model import CausalLM
 from core.prompts import ASSET_PROMPTS, read_prompts
-from core.train_utils import pick_device
+from core.device import pick_device
 
 TEST_DEVICE = os.environ.get("SPECSCOPE_TEST_DEVICE", "cpu")
 TEST_DTYPE = os.environ.get("SPECSCOPE_TEST_DTYPE", "auto")
 if os.environ.get("SPECSCOPE_TEST_EPS"):
-    tests.equivalence.EPS = float(os.environ["SPECSCOPE_TEST_EPS"])
+    core.lossless_check.EPS = float(os.environ["SPECSCOPE_TEST_EPS"])
 if os.environ.get("SPECSCOPE_TEST_MAX_NEAR_TIES"):  # bf16 parts from AR at ties far more often (see README)
-    tests.equivalence.MAX_NEAR_TIE_SHARE = float(os.environ["SPECSCOPE_TEST_MAX_NEAR_TIES"])
+    core.lossless_check.MAX_NEAR_TIE_SHARE = float(os.environ["SPECSCOPE_TEST_MAX_NEAR_TIES"])
 
 if (TEST_DEVICE, TEST_DTYPE) != ("cpu", "auto"):  # before any test module imports tiny_lm
     _tiny_lm = tests.tiny_models.tiny_lm

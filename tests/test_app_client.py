@@ -5,7 +5,7 @@ import threading
 import pytest
 from gradio_client import Client
 
-from tests.app_server import launched_app
+from ui.server import launched_app
 from ui.examples import example_prompts
 
 KNOBS = (16, 4, 0.05, 1, 0.0, 0, 10, "embedded", "embedded", True)  # N K μ k T seed max_new target draft pruned

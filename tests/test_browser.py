@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_server import launched_app
+from ui.server import launched_app
 
 CHROMIUM = "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():

@@ -1,6 +1,6 @@
 """Greedy chain speculative decoding reproduces greedy AR decoding token for token."""
 from core.methods import build_method
-from tests.equivalence import assert_equivalent, check_greedy_equivalence
+from core.lossless_check import assert_equivalent, check_greedy_equivalence
 
 
 def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompts):

@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from core import bench, generate, summarize
+from cli import bench, generate, summarize
 from core.engine import Session
 
 FIELDS = {"id", "method", "output_ids", "text", "steps", "mat", "mean_delta", "target_forwards", "draft_forwards",
@@ -89,11 +89,22 @@ def test_bad_input_exits_2_with_one_line(case, expect, tmp_path, prompts, capsys
     assert len(err.strip().splitlines()) == 1 and expect in err and "Traceback" not in err
 
 
-def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "core.generate", "--method", "chain", "--prompts",
+@pytest.mark.parametrize("module", ["cli.generate", "core.generate"])  # core.generate: the documented name
+def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path, module):
+    proc = subprocess.run([sys.executable, "-m", module, "--method", "chain", "--prompts",
                            str(tmp_path / "missing.jsonl")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: prompts file not found: {tmp_path / 'missing.jsonl'}"]
+
+
+def test_core_generate_keeps_its_output_contract(prompts):
+    """`python -m core.generate` (the name scripts use) still prints one JSON line per prompt."""
+    proc = subprocess.run([sys.executable, "-m", "core.generate", "--method", "ar", "--prompts", str(prompts),
+                           "--max-new-tokens", "3"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(lines) == len(prompts.read_text().splitlines())
+    assert all({"id", "method", "output_ids", "text", "steps", "mat"} <= set(row) for row in lines)
 
 
 def test_offline_hub_id_fails_fast_with_a_clear_message(prompts, capsys):

@@ -12,7 +12,7 @@ METHODS = [("chain", {}), ("static", dict(N=60, K=10, depth=8)), ("talon", dict(
 
 @pytest.fixture(scope="module")
 def long_ids(target):
-    from core.corpus import source_files, split
+    from cli.corpus import source_files, split
     text = "".join(f.read() for f in split(source_files())[1][:6])
     ids = target.tokenizer(text)["input_ids"]
     assert len(ids) > 1100

@@ -4,7 +4,7 @@ import json
 from transformers import AutoConfig
 
 from core.loading import ASSETS
-from core.model_card import render
+from cli.model_card import render
 
 MODELS = ASSETS / "models"
 

@@ -11,7 +11,7 @@ from core.exit_heads import ExitHeads
 from core.sampling import SamplingConfig
 from core.specbound import (SpecBoundMethod, act_temperature, build_specbound_method, exits_at,
                             layer_confidence)
-from tests.equivalence import assert_equivalent, check_greedy_equivalence
+from core.lossless_check import assert_equivalent, check_greedy_equivalence
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
 from tests.tiny_models import tiny_lm
 

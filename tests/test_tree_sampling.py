@@ -1,7 +1,6 @@
 """Tree sampling is lossless: the first two committed tokens follow p(x1)·p(x2 | x1) exactly,
 and the same check rejects a lossy 'typical acceptance' shortcut."""
 import numpy as np
-import torch
 
 import core.tree_method
 from core.engine import Session

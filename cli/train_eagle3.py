@@ -1,9 +1,9 @@
 """Train an EAGLE-3 draft head for the embedded target, reproducibly, on this machine.
 
-    python -m core.train_eagle3 --target assets/models/target --out assets/models/eagle3 --work .cache/eagle3
+    python -m cli.train_eagle3 --target assets/models/target --out assets/models/eagle3 --work .cache/eagle3
 
 Features come from the frozen target over the same stdlib corpus and train / held-out split as the
-embedded models (core/corpus.py). Each batch runs the target once (hidden states entering layers 2,
+embedded models (cli/corpus.py). Each batch runs the target once (hidden states entering layers 2,
 L//2, L-3 and its logits), then unrolls the head for `--ttt` steps ("training-time test"): step 0 reads
 the target's fused state, step k reads the head's own state from step k-1 at the same position, one
 token further on, attending to the step-0 entries of the context plus its own earlier steps at that
@@ -30,16 +30,15 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from core.corpus import source_files, split
+from cli.corpus import source_files, split
 from core.eagle3 import EagleConfig, EagleHead, feature_layers
 from core.eagle3_io import save_head
-from core.train_embedded import batch, lr_at
-from core.train_exit_heads import write_card
-from core.train_utils import autocast, pick_device
+from cli.train_utils import autocast, batch, lr_at, write_card
+from core.device import pick_device
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
-CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which core/model_card.py keeps
-CARD_END = "<!-- end of the EAGLE-3 section, written by core/train_eagle3.py -->"
+CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which cli/model_card.py keeps
+CARD_END = "<!-- end of the EAGLE-3 section, written by cli/train_eagle3.py -->"
 
 
 def legs_note(m: dict) -> str:
@@ -60,7 +59,7 @@ def card_section(m: dict, mb: float) -> str:
 {mb:.2f} MB). It reads the target's hidden states entering layers 2, L//2, L-3, runs one decoder layer of
 width {m.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
 ({m['draft_vocab_coverage']:.1%} of training tokens). Trained by
-`python -m core.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
+`python -m cli.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
 {m['train_s'] / 60:.1f} min on 2 CPU cores shared with other work), {a['ttt']} unrolled draft steps per position
 (training-time test, loss weights 0.8^k), soft cross-entropy to the target's distribution over the draft
 vocabulary plus `--hard-weight` × cross-entropy to its greedy choice, warm-started as a logit lens of the high

@@ -1,6 +1,6 @@
 """Benchmark: every method on the same prompts, measured side by side in one run.
 
-    python -m core.bench --prompts assets/prompts/heldout.jsonl --methods ar,chain,static,talon \
+    python -m cli.bench --prompts assets/prompts/heldout.jsonl --methods ar,chain,static,talon \
         --limit 12 --sweep-N 8,16,32,60,96 --sweep-mu 0.01,0.03,0.1,0.2,0.3 --peers
 
 A method spec may name its drafter after an @ and carry knobs after colons: `talon@eagle3:N=60`,
@@ -18,15 +18,15 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from cli.common import add_common_args, fail, method_knobs
 from core.cost_model import measure as measure_costs, median_ms
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
-from core.generate import add_common_args, fail, method_knobs
 from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.trace import ROOT
 from core.tree import DraftTree
 from core.methods import build_method
-from core.peers import run_peer
+from cli.peers import run_peer
 from core.prompts import read_prompts
 from core.sampling import SamplingConfig
 

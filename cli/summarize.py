@@ -1,11 +1,11 @@
-"""Summarise `core.generate` outputs: MAT, δ, tokens/s and speed-up over the first file, and whether the
+"""Summarise `cli.generate` outputs: MAT, δ, tokens/s and speed-up over the first file, and whether the
 generated ids equal the first file's (greedy runs of a lossless method must).
 
-    python -m core.generate --method ar --prompts P.jsonl > ar.jsonl
-    python -m core.generate --method chain --prompts P.jsonl > chain.jsonl
-    python -m core.summarize ar.jsonl chain.jsonl
+    python -m cli.generate --method ar --prompts P.jsonl > ar.jsonl
+    python -m cli.generate --method chain --prompts P.jsonl > chain.jsonl
+    python -m cli.summarize ar.jsonl chain.jsonl
 
-For timings measured side by side (methods interleaved prompt by prompt) use `python -m core.bench`.
+For timings measured side by side (methods interleaved prompt by prompt) use `python -m cli.bench`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from core.bench import Row  # the same totals and ratios as the bench's table rows
+from cli.bench import Row  # the same totals and ratios as the bench's table rows
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -46,7 +46,7 @@ def table(files: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path, help="JSON-lines outputs of core.generate; the first is the baseline")
+    ap.add_argument("files", nargs="+", type=Path, help="JSON-lines outputs of cli.generate; the first is the baseline")
     args = ap.parse_args(argv)
     try:
         print(table(args.files))

@@ -1,34 +1,14 @@
-"""Small helpers shared by the trainers: device choice, autocast, held-out evaluation."""
+"""Small helpers shared by the trainers: autocast, held-out evaluation (device choice: core.device)."""
 from __future__ import annotations
 
 import contextlib
+import math
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
-
-
-DEVICE_HELP = "use auto, cpu, cuda or cuda:N"
-
-
-def pick_device(name: str = "auto") -> torch.device:
-    """The torch device for a --device / SPECSCOPE_DEVICE value; a ValueError with one line when it cannot work
-    here, so a typo or a missing GPU is reported before any model is loaded."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"unknown device '{name}'; {DEVICE_HELP}") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("cuda requested but not available (no CUDA GPU or a CPU-only torch); use --device cpu")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"{name} requested but only {torch.cuda.device_count()} CUDA device(s) exist")
-    elif dev.type != "cpu":
-        raise ValueError(f"device '{name}' is not supported; {DEVICE_HELP}")
-    return dev
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:
@@ -76,3 +56,28 @@ def heldout_metrics(target_dir: Path, draft_dir: Path, files: list, tokenizer: P
         "target_mb": folder_mb(Path(target_dir)),
         "draft_mb": folder_mb(Path(draft_dir)),
     }
+
+
+def batch(data: np.ndarray, seed: int, step: int, batch_size: int, seq_len: int) -> torch.Tensor:
+    rng = np.random.default_rng([seed, step])
+    starts = rng.integers(0, len(data) - seq_len - 1, size=batch_size)
+    return torch.from_numpy(np.stack([data[s : s + seq_len + 1] for s in starts]).astype(np.int64))  # (B, T+1)
+
+
+def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def write_card(path: Path, section: str, start: str, end: str) -> None:
+    """Replace a trainer's marked section (from `start` to `end`) of the model card, or append it; the rest
+    of the card is left alone."""
+    text = path.read_text() if path.is_file() else ""
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    path.write_text(text)

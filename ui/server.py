@@ -1,4 +1,5 @@
-"""Launch `python app.py` on a free port for the client and browser tests, and stop it afterwards."""
+"""Launch `python app.py` on a free port (for the client and browser tests and the scripts that drive a
+browser), and stop it afterwards."""
 from __future__ import annotations
 
 import contextlib

@@ -1,11 +1,11 @@
 """Train SpecBound's exit heads for any supported model: distil the final layer into every layer ℓ < L.
 
-    python -m core.train_exit_heads --model PATH_OR_HUB_ID --text FILE [--out DIR] [--steps 300] [--seed 0]
-    python -m core.train_exit_heads --model assets/models/target --stdlib --card assets/models/README.md
+    python -m cli.train_exit_heads --model PATH_OR_HUB_ID --text FILE [--out DIR] [--steps 300] [--seed 0]
+    python -m cli.train_exit_heads --model assets/models/target --stdlib --card assets/models/README.md
 
 The base model stays frozen; each head (see core/exit_heads.py) learns KL(p_L || q_ℓ) on random
 windows of the text, where p_L is the model's own next-token distribution. The last 10% of a
---text file (or, with --stdlib, the held-out files of core/corpus.py) is held out to report each
+--text file (or, with --stdlib, the held-out files of cli/corpus.py) is held out to report each
 layer's top-1 agreement with the final layer, beside the untrained logit lens for reference.
 """
 from __future__ import annotations
@@ -22,11 +22,12 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from cli.train_utils import write_card
 from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads
 from core.model import CausalLM
 
-CARD_START = "## Exit heads (SpecBound)"  # core/model_card.py keeps the card from "## Exit heads" on
-CARD_END = "<!-- end of the exit-heads section, written by core/train_exit_heads.py -->"
+CARD_START = "## Exit heads (SpecBound)"  # cli/model_card.py keeps the card from "## Exit heads" on
+CARD_END = "<!-- end of the exit-heads section, written by cli/train_exit_heads.py -->"
 
 
 @dataclass
@@ -121,7 +122,7 @@ def text_split(lm: CausalLM, path: Path) -> tuple[list[int], list[int], str]:
 
 def stdlib_split(lm: CausalLM, max_files: int, seed: int) -> tuple[list[int], list[int], str]:
     """Train on a seeded sample of the embedded corpus's train files; evaluate on its held-out files."""
-    from core.corpus import source_files, split
+    from cli.corpus import source_files, split
     train, heldout = split(source_files())
     train = random.Random(seed).sample(train, min(max_files, len(train)))
     eot = lm.tokenizer.eos_token_id
@@ -131,7 +132,7 @@ def stdlib_split(lm: CausalLM, max_files: int, seed: int) -> tuple[list[int], li
         for f in files:
             out += [eot] + lm.tokenizer(f.read(), add_special_tokens=False, verbose=False)["input_ids"]
         return out
-    return encode(train), encode(heldout), f"stdlib: {len(train)} train files, held-out files of core/corpus.py"
+    return encode(train), encode(heldout), f"stdlib: {len(train)} train files, held-out files of cli/corpus.py"
 
 
 def card_section(command: str, data: str, cfg: TrainConfig, res: TrainResult, metrics: dict, mb: float) -> str:
@@ -154,24 +155,12 @@ Top-1 agreement with the final layer on {metrics['tokens']} held-out tokens (fin
 """
 
 
-def write_card(path: Path, section: str, start: str = CARD_START, end: str = CARD_END) -> None:
-    """Replace a trainer's marked section (from `start` to `end`) of the model card, or append it; the rest
-    of the card is left alone."""
-    text = path.read_text() if path.is_file() else ""
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="local model folder or Hub id")
     data = ap.add_mutually_exclusive_group(required=True)
     data.add_argument("--text", type=Path, help="a UTF-8 text file (the last 10%% is held out)")
-    data.add_argument("--stdlib", action="store_true", help="the embedded models' corpus (core/corpus.py)")
+    data.add_argument("--stdlib", action="store_true", help="the embedded models' corpus (cli/corpus.py)")
     ap.add_argument("--out", type=Path, default=None, help="folder for the heads (default: the model's folder)")
     ap.add_argument("--card", type=Path, default=None, help="model card to write the metrics section into")
     ap.add_argument("--max-files", type=int, default=300, help="--stdlib: train files sampled")
@@ -200,8 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     mb = (out / "exit_heads.safetensors").stat().st_size / 1e6
     print(json.dumps({"out": str(out), "megabytes": round(mb, 3), **metrics}))
     if args.card is not None:
-        command = "python -m core.train_exit_heads " + " ".join(sys.argv[1:] if argv is None else argv)
-        write_card(args.card, card_section(command, data_desc, cfg, res, metrics, mb))
+        command = "python -m cli.train_exit_heads " + " ".join(sys.argv[1:] if argv is None else argv)
+        write_card(args.card, card_section(command, data_desc, cfg, res, metrics, mb), CARD_START, CARD_END)
 
 
 if __name__ == "__main__":

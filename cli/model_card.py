@@ -1,6 +1,6 @@
 """Write assets/models/README.md (the model card) from metrics.json and the training logs.
 
-    python -m core.model_card
+    python -m cli.model_card
 
 Sections that other trainers append (from a line starting with "## Exit heads") are kept.
 """
@@ -74,7 +74,7 @@ def render(m: dict, work: Path) -> str:
     a = m["args"]
     train_target = last_losses(work / "target.log.jsonl")
     train_draft = last_losses(work / "draft.log.jsonl")
-    cmd = (f"python -m core.train_embedded --out assets/models --work {a['work']} --target-steps {a['target_steps']} "
+    cmd = (f"python -m cli.train_embedded --out assets/models --work {a['work']} --target-steps {a['target_steps']} "
            f"--draft-steps {a['draft_steps']} --batch-size {a['batch_size']} --seq-len {a['seq_len']} "
            f"--hidden {a['hidden']} --ffn {a['ffn']} --target-layers {a['target_layers']} --lr {a['lr']} --seed {a['seed']}")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
@@ -83,7 +83,7 @@ def render(m: dict, work: Path) -> str:
     return f"""# Embedded models of SpecScope
 
 Two causal LMs on one byte-level BPE tokenizer, trained on this repository's machine by
-`core/train_embedded.py`, stored as fp16 safetensors in Hugging Face format (Llama architecture):
+`cli/train_embedded.py`, stored as fp16 safetensors in Hugging Face format (Llama architecture):
 
 | | target (`target/`) | draft (`draft/`) |
 |---|---|---|
@@ -102,12 +102,12 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
 - Tokenizer: byte-level BPE, {a['vocab_size']} tokens, `<|endoftext|>` separates files (and starts every prompt).
 - Data: the `.py` files of the standard library of Python {platform.python_version()} ({m['train_files']} files,
   {m['train_tokens']:,} tokens; `encodings/`, `pydoc_data/` and files over 400 kB skipped). Held out: every file
-  whose SHA-1 of its relative path is 0 mod 25 (`core/corpus.py`), test suites excluded from the held-out set:
+  whose SHA-1 of its relative path is 0 mod 25 (`cli/corpus.py`), test suites excluded from the held-out set:
   {len(m['heldout_files'])} files — {', '.join(m['heldout_files'])}.
 - Machine: 2 CPU cores (AVX-512-BF16), bf16 autocast for the matmuls, fp32 master weights, AdamW
   (β = 0.9, 0.95, weight decay 0.1), cosine schedule to 10% with warm-up, gradient clipping at 1.
 - Reproduce: `{cmd}` (checkpoints in `--work` make it resumable; the data order depends only on seed and step).{legs}
-  The prompts in `assets/prompts/heldout.jsonl` come from `python -m core.make_prompts`.
+  The prompts in `assets/prompts/heldout.jsonl` come from `python -m cli.make_prompts`.
 """
 
 

@@ -1,4 +1,4 @@
-"""Greedy equivalence with a near-tie rule.
+"""Greedy equivalence with a near-tie rule: how the tests (and the device check) prove a method lossless.
 
 Batched (1 token vs many) matmuls differ in the last bits, so when a speculative run and the
 AR run part ways we look at the target's top-2 logit gap at the first differing position: a

@@ -1,6 +1,6 @@
 """Train the embedded default models reproducibly: tokenizer -> target -> distilled draft -> model card.
 
-    python -m core.train_embedded --out assets/models --work .cache/train
+    python -m cli.train_embedded --out assets/models --work .cache/train
 
 (the defaults are the shipped recipe: ~62 min for the target, ~27 min for the draft on 2 CPU cores; the
 shipped draft got its 2000 steps in two legs, 1000 + 1000: see assets/models/README.md)
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 
@@ -24,8 +23,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from core.corpus import source_files, split
-from core.train_utils import autocast, pick_device, heldout_metrics
+from cli.corpus import source_files, split
+from cli.train_utils import autocast, batch, heldout_metrics, lr_at
+from core.device import pick_device
 
 EOT = "<|endoftext|>"
 HISTORY: dict[str, list[dict]] = {}  # filled by run_training, written to metrics.json
@@ -68,19 +68,6 @@ def encode_corpus(tokenizer: PreTrainedTokenizerFast, texts: list[str]) -> np.nd
         ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
         ids.append(eot)
     return np.asarray(ids, dtype=np.uint16)
-
-
-def batch(data: np.ndarray, seed: int, step: int, batch_size: int, seq_len: int) -> torch.Tensor:
-    rng = np.random.default_rng([seed, step])
-    starts = rng.integers(0, len(data) - seq_len - 1, size=batch_size)
-    return torch.from_numpy(np.stack([data[s : s + seq_len + 1] for s in starts]).astype(np.int64))  # (B, T+1)
-
-
-def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def model_config(tokenizer: PreTrainedTokenizerFast, layers: int, hidden: int, ffn: int, ctx: int) -> LlamaConfig:

@@ -1,6 +1,6 @@
 """Write assets/prompts/heldout.jsonl: code prompts cut from held-out stdlib files (never trained on).
 
-    python -m core.make_prompts --per-file 2 --out assets/prompts/heldout.jsonl
+    python -m cli.make_prompts --per-file 2 --out assets/prompts/heldout.jsonl
 
 Each prompt is a function's `def` line plus its docstring when it has one, so a model must
 continue with the body (a newline and the indent are its first token). Deterministic: files and functions are taken in sorted order.
@@ -12,7 +12,7 @@ import ast
 import json
 from pathlib import Path
 
-from core.corpus import source_files, split
+from cli.corpus import source_files, split
 from core.prompts import ASSET_PROMPTS
 
 

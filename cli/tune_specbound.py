@@ -1,6 +1,6 @@
 """Measure SpecBound knob settings against AR on held-out prompts (how the defaults were chosen).
 
-    python -m core.tune_specbound [--model PATH] [--prompts FILE] [--n 12] [--max-new-tokens 64]
+    python -m cli.tune_specbound [--model PATH] [--prompts FILE] [--n 12] [--max-new-tokens 64]
         [--grid alpha=0,1,2 tau_exit=0.5,0.7 d_max=6,8 w_max=6,10 min_exit_layer=2,3]
 
 Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),

@@ -1,0 +1,1 @@
+"""The programs around the engine: generate, bench, summarize, tune, train, model card, prompts."""
