@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -23,6 +23,7 @@ from core.cost_model import measure as measure_costs, median_ms
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
+from core.metrics import Totals, speedup
 from core.trace import ROOT
 from core.tree import DraftTree
 from core.methods import build_method
@@ -32,46 +33,13 @@ from core.sampling import SamplingConfig
 
 
 @dataclass
-class Row:
-    label: str
-    tokens: int = 0
-    steps: int = 0
-    draft_forwards: int = 0
-    wall_s: float = 0.0
+class Row(Totals):
+    """One table row: the run totals (core.metrics) and where the step time went."""
+    label: str = ""
     build_ms: float = 0.0
     draft_ms: float = 0.0
     verify_ms: float = 0.0
-    c: float = 0.0
     mismatches: int = 0  # prompts whose greedy output differs from AR (should stay 0)
-    accepted: int = 0  # drafted tokens accepted, over all steps
-    score_sum: float = 0.0  # Σ p(u) of every verified tree: the drafter's own estimate of `accepted`
-    points: list[tuple[int, int]] = field(default_factory=list)  # (δ, τ) per step
-
-    @property
-    def mat(self) -> float:
-        return self.tokens / max(1, self.steps)
-
-    @property
-    def mean_delta(self) -> float:
-        return self.draft_forwards / max(1, self.steps)
-
-    @property
-    def tok_s(self) -> float:
-        return self.tokens / max(1e-9, self.wall_s)
-
-    @property
-    def oracle_share(self) -> float:
-        """Share of steps on or above the Oracle line τ = δ (every draft forward paid for itself)."""
-        return sum(tau >= delta for delta, tau in self.points) / max(1, len(self.points))
-
-    @property
-    def calibration(self) -> float:
-        """Σ p(u) / accepted: 1 when the drafter's q is calibrated, above 1 when it is over-confident."""
-        return self.score_sum / self.accepted if self.accepted else 0.0
-
-    @property
-    def modelled_r(self) -> float:
-        return self.mat / (1 + self.c * self.mean_delta) if self.steps else 0.0
 
 
 def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict]:
@@ -124,16 +92,10 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str,
             draft = factories[drafter]() if method.needs_draft else None
             res = Session(target, method, prompt, sampling, max_new, draft).generate()
             row = rows[label]
-            row.tokens += len(res.output_ids)
-            row.steps += res.steps
-            row.draft_forwards += res.draft_forwards
-            row.wall_s += res.wall_s
+            row.add(res.traces, len(res.output_ids), res.wall_s)
             row.build_ms += sum(t.build_ms for t in res.traces)
             row.draft_ms += sum(t.draft_ms for t in res.traces)
             row.verify_ms += sum(t.verify_ms for t in res.traces)
-            row.points += [(t.delta, t.tau) for t in res.traces]
-            row.accepted += sum(t.accepted for t in res.traces)
-            row.score_sum += sum(t.score_sum or 0.0 for t in res.traces)
             if name == "ar":
                 ar_out[n] = res.output_ids
             elif sampling.greedy and res.output_ids != ar_out.get(n):
@@ -146,7 +108,7 @@ def table(title: str, rows: list[Row], ar: Row) -> str:
     lines = [f"### {title}", "", head]
     for r in rows:
         s = max(1, r.steps)
-        lines.append(f"| {r.label} | {r.mat:.2f} | {r.mean_delta:.2f} | {r.tok_s:.1f} | {ar.wall_s / r.wall_s:.2f}× "
+        lines.append(f"| {r.label} | {r.mat:.2f} | {r.mean_delta:.2f} | {r.tok_s:.1f} | {speedup(ar.wall_s, r.wall_s):.2f}× "
                      f"| {r.modelled_r:.2f} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
                      f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.calibration:.2f} | {r.mismatches} |")
     return "\n".join(lines)
@@ -167,8 +129,8 @@ def peer_table(prompts, target, draft, max_new, ar: Row, exit_layers: list[int])
              "| peer | tok/s | speed-up over our AR |", "|---|---|---|"]
     out = []
     for lab in labels:
-        lines.append(f"| {lab} | {toks[lab] / walls[lab]:.1f} | {ar.wall_s / walls[lab]:.2f}× |")
-        out.append({"peer": lab, "tok_s": toks[lab] / walls[lab], "speedup": ar.wall_s / walls[lab]})
+        lines.append(f"| {lab} | {toks[lab] / walls[lab]:.1f} | {speedup(ar.wall_s, walls[lab]):.2f}× |")
+        out.append({"peer": lab, "tok_s": toks[lab] / walls[lab], "speedup": speedup(ar.wall_s, walls[lab])})
     return "\n".join(lines), out
 
 
@@ -211,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
                      for d in used}
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
-    rows = {label: Row(label) for label, _, _, _ in all_specs}
+    rows = {label: Row(label=label) for label, _, _, _ in all_specs}
     for make in factories.values():  # first-call allocations (and `auto`'s cost curves) out of the way
         Session(target, build_method("talon"), prompts[0], sampling, 8, make()).generate()
         if any(k.get("auto") for _, _, _, k in all_specs):
@@ -227,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
            "max_new_tokens": args.max_new_tokens, "c": c,
            "rows": [{**{k: v for k, v in asdict(r).items() if k != "points"}, "mat": r.mat, "mean_delta": r.mean_delta,
-                     "tok_s": r.tok_s, "speedup": ar.wall_s / r.wall_s, "modelled_r": r.modelled_r,
+                     "tok_s": r.tok_s, "speedup": speedup(ar.wall_s, r.wall_s), "modelled_r": r.modelled_r,
                      "oracle_share": r.oracle_share, "calibration": r.calibration}
                     for r in rows.values()]}
     texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens)", [rows[s[0]] for s in specs], ar)]

@@ -14,17 +14,16 @@ import json
 import sys
 from pathlib import Path
 
-from cli.bench import Row  # the same totals and ratios as the bench's table rows
+from core.metrics import Totals, speedup  # the same totals and ratios as the bench's rows
 
 
 def read_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def summarise(rows: list[dict]) -> Row:
-    return Row(label=rows[0]["method"] if rows else "?", tokens=sum(len(r["output_ids"]) for r in rows),
-               steps=sum(r["steps"] for r in rows), draft_forwards=sum(r["draft_forwards"] for r in rows),
-               wall_s=sum(r["wall_s"] for r in rows))
+def summarise(rows: list[dict]) -> Totals:
+    return Totals(tokens=sum(len(r["output_ids"]) for r in rows), steps=sum(r["steps"] for r in rows),
+                  draft_forwards=sum(r["draft_forwards"] for r in rows), wall_s=sum(r["wall_s"] for r in rows))
 
 
 def differing(base: list[dict], rows: list[dict]) -> int:
@@ -39,8 +38,9 @@ def table(files: list[Path]) -> str:
     lines = ["| method | prompts | MAT | mean δ | tok/s | speed-up | ≠ first |", "|---|---|---|---|---|---|---|"]
     for rows in runs:
         s = summarise(rows)
-        lines.append(f"| {s.label} | {len(rows)} | {s.mat:.2f} | {s.mean_delta:.2f} | {s.tok_s:.1f} | "
-                     f"{s.tok_s / max(1e-9, base.tok_s):.2f}× | {differing(runs[0], rows)} |")
+        label = rows[0]["method"] if rows else "?"
+        lines.append(f"| {label} | {len(rows)} | {s.mat:.2f} | {s.mean_delta:.2f} | {s.tok_s:.1f} | "
+                     f"{speedup(1 / max(1e-9, base.tok_s), 1 / max(1e-9, s.tok_s)):.2f}× | {differing(runs[0], rows)} |")
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ import torch
 from core.ar import ARMethod
 from core.engine import Session
 from core.loading import DEFAULT_TARGET, load_model
+from core.metrics import modelled_r, speedup
 from core.prompts import ASSET_PROMPTS, read_prompts
 from core.specbound import DEFAULTS, build_specbound_method
 
@@ -35,7 +36,7 @@ class Row:
 
     @property
     def r_model(self) -> float:
-        return self.mat / (1 + self.delta)
+        return modelled_r(self.mat, 1.0, self.delta)  # SpecBound's δ is already in target forwards: c = 1
 
 
 def run(lm, method, prompts: list[str], max_new_tokens: int) -> tuple[list, float]:
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         row = measure(lm, knobs, prompts, args.max_new_tokens)
         shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **knobs}.items())
         print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
-              f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {ar_ms / row.ms_per_token:6.2f}", flush=True)
+              f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, row.ms_per_token):6.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from viz.exits_fig import confidence_heatmap, exit_bars, first_crossings, why_st
 from viz.html import budget_html, levels_html, stats_html, text_html, token_origins
 from viz.outcome_figs import compare_bars, oracle_scatter, sweep_heatmap, tau_delta_timeline
 from viz.palette import STATUS_COLORS
-from viz.stats import Baseline, lossless_check, run_stats
+from core.metrics import Baseline, lossless_check, run_stats
 from viz.tree_fig import short, tree_figure
 from viz.tree_layout import MAX_SLOTS, build_graph, collapse_wide, leaves, tidy_layout
 
@@ -218,7 +218,7 @@ def test_speedup_uses_only_positions_ar_has_timed_and_a_prefill_is_taken_out():
 
 
 def test_speedup_spread_resamples_steps():
-    from viz.stats import measured_speedup
+    from core.metrics import measured_speedup
     base = Baseline(list(range(6)), [10.0] * 6)
     sp = measured_speedup([1] * 6, [5.0, 5.0, 5.0, 20.0, 20.0, 20.0], base)
     assert sp.value == pytest.approx(60 / 75)
@@ -250,7 +250,7 @@ def test_compare_and_sweep_figures():
 
 
 def test_viz_never_imports_torch_or_gradio():
-    code = ("import sys, viz.tree_fig, viz.exits_fig, viz.outcome_figs, viz.html, viz.stats; "
+    code = ("import sys, viz.tree_fig, viz.exits_fig, viz.outcome_figs, viz.html, core.metrics; "
             "print('torch' in sys.modules, 'gradio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"

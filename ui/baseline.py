@@ -18,7 +18,7 @@ from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig
 from ui.models import get_models
-from viz.stats import Baseline
+from core.metrics import Baseline
 
 CAPACITY = 16  # prompts whose AR timings are kept (each keeps a small AR cache only while it is unfinished)
 

@@ -10,7 +10,7 @@ from core.engine import Session
 from ui.baseline import full_ar_pass, merged, timed_step
 from ui.models import get_models
 from ui.run import RunConfig, build
-from viz.stats import Baseline, measured_speedup, run_stats
+from core.metrics import Baseline, measured_speedup, run_stats
 
 COMPARE_METHODS = ("ar", "chain", "static", "talon", "specbound")
 

@@ -14,7 +14,7 @@ from core.trace import StepTrace
 from ui.baseline import BASELINES, timed_step
 from ui.limits import CACHES, prompt_char_limit
 from ui.models import DEFAULT_DRAFTER, get_models
-from viz.stats import Baseline, RunStats, run_stats
+from core.metrics import Baseline, RunStats, run_stats
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from ui.baseline import full_ar_pass, merged, timed_step
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
 from ui.models import get_models
 from ui.run import RunConfig, build
-from viz.stats import Baseline
+from core.metrics import Baseline, pooled_speedup
 
 MAX_CELLS = 25
 SWEEPS = {
@@ -62,15 +62,7 @@ class Cell:
 
     def speedup(self, bases: list[Baseline]) -> float | None:
         """AR ms over this cell's ms, same positions, pooled over prompts."""
-        ar = ms = 0.0
-        for (taus, step_ms), base in zip(self.runs, bases):
-            n = min(sum(taus), len(base.token_ms))
-            used = 0
-            for tau, t in zip(taus, step_ms):
-                if used + tau > n:
-                    break
-                ar, ms, used = ar + base.ms_for(used, used + tau), ms + t, used + tau
-        return ar / ms if ms > 0 else None
+        return pooled_speedup(self.runs, bases)
 
 
 def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig) -> Cell:

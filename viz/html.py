@@ -7,7 +7,7 @@ from html import escape
 from core.trace import StepTrace
 from viz.exits_fig import why_stopped
 from viz.palette import STATUS_COLORS, step_hue
-from viz.stats import RunStats
+from core.metrics import RunStats
 
 
 def token_origins(trace: StepTrace) -> list[str]:

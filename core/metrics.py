@@ -1,18 +1,79 @@
-"""Run statistics from traces and step timings: MAT, mean δ, tokens/s, measured c, modelled
-R = τ/(1+cδ) and the measured speed-up over plain decoding, with where each number comes from.
+"""Every number the project reports about a run, computed in one place: MAT, mean δ, tokens/s, c,
+modelled R = τ/(1+cδ), the measured speed-up over plain decoding, the share of steps on or above the
+Oracle line τ ≥ δ, and the calibration Σp(u)/accepted. The bench, the tuners, the app's stats and its
+Tune tab all read these; viz/ only renders them. Plain Python (no torch), so a renderer can import it.
 
-The speed-up compares like with like: the run's decoding time for the output positions it has
+The app's speed-up compares like with like: the run's decoding time for the output positions it has
 committed against plain AR's time for the *same* positions of the same prompt (prefill taken out of
 both), and its spread comes from resampling the run's steps, because one shared CPU is noisy."""
 from __future__ import annotations
 
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.trace import StepTrace
 
 RESAMPLES = 200  # bootstrap draws for the speed-up's spread (seeded: the same run shows the same spread)
+
+
+def modelled_r(mat: float, c: float, mean_delta: float) -> float:
+    """The papers' speed-up model R = τ / (1 + c·δ): MAT over the cost of a step in target forwards."""
+    return mat / (1 + c * mean_delta)
+
+
+def speedup(ar_s: float, method_s: float) -> float:
+    """Wall-clock speed-up over plain decoding on the same work (AR's time over the method's)."""
+    return ar_s / method_s if method_s > 0 else 0.0
+
+
+@dataclass
+class Totals:
+    """Sums over a set of runs (one method, several prompts), and the ratios read from them."""
+    tokens: int = 0
+    steps: int = 0
+    draft_forwards: float = 0  # Σ δ (SpecBound: layer equivalents / L, a fraction)
+    wall_s: float = 0.0
+    accepted: int = 0  # drafted tokens accepted, over all steps
+    score_sum: float = 0.0  # Σ p(u) of every verified tree: the drafter's own estimate of `accepted`
+    c: float = 0.0  # cost of one draft forward over one target forward, measured
+    points: list[tuple[float, int]] = field(default_factory=list)  # (δ, τ) per step
+
+    def add(self, traces: list[StepTrace], tokens: int, wall_s: float) -> None:
+        """One run's traces (its committed tokens and wall time given apart: EOS/length cuts)."""
+        self.tokens += tokens
+        self.steps += len(traces)
+        self.draft_forwards += sum(t.delta for t in traces)
+        self.wall_s += wall_s
+        self.accepted += sum(t.accepted for t in traces)
+        self.score_sum += sum(t.score_sum or 0.0 for t in traces)
+        self.points += [(t.delta, t.tau) for t in traces]
+
+    @property
+    def mat(self) -> float:
+        return self.tokens / max(1, self.steps)
+
+    @property
+    def mean_delta(self) -> float:
+        return self.draft_forwards / max(1, self.steps)
+
+    @property
+    def tok_s(self) -> float:
+        return self.tokens / max(1e-9, self.wall_s)
+
+    @property
+    def oracle_share(self) -> float:
+        """Share of steps on or above the Oracle line τ = δ (every draft forward paid for itself)."""
+        return sum(tau >= delta for delta, tau in self.points) / max(1, len(self.points))
+
+    @property
+    def calibration(self) -> float:
+        """Σ p(u) / accepted: 1 when the drafter's q is calibrated, above 1 when it is over-confident."""
+        return self.score_sum / self.accepted if self.accepted else 0.0
+
+    @property
+    def modelled_r(self) -> float:
+        return modelled_r(self.mat, self.c, self.mean_delta) if self.steps else 0.0
 
 
 @dataclass
@@ -140,8 +201,22 @@ def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[in
                   f"{baseline.ms_per_forward:.2f} ms per target forward (median AR step, this prompt)")
     else:
         c_note = "c needs the AR baseline's target forward time"
-    R = mat / (1 + c * mean_delta) if c is not None and steps else None
+    R = modelled_r(mat, c, mean_delta) if c is not None and steps else None
     spread = measured_speedup([t.tau for t in traces], decode_ms, baseline)
     ok, note = lossless_check(output_ids, baseline, greedy, finished)
     return RunStats(steps, tokens, mat, mean_delta, tok_s, c, R, None if spread is None else spread.value, ok, note,
                     c_note or "", spread, "" if baseline is None else baseline.note)
+
+
+def pooled_speedup(runs: list[tuple[list[int], list[float]]], bases: list[Baseline]) -> float | None:
+    """AR ms over the method's ms for the same output positions, pooled over prompts: runs hold each
+    prompt's per-step τ and decoding ms, bases the AR baseline of the same prompt."""
+    ar = ms = 0.0
+    for (taus, step_ms), base in zip(runs, bases):
+        n = min(sum(taus), len(base.token_ms))
+        used = 0
+        for tau, t in zip(taus, step_ms):
+            if used + tau > n:
+                break
+            ar, ms, used = ar + base.ms_for(used, used + tau), ms + t, used + tau
+    return ar / ms if ms > 0 else None
