@@ -8,7 +8,8 @@ from core.device import pick_device
 from core.drafter_loading import DEFAULT_DRAFTER
 from core.drafters import DRAFTERS
 from core.loading import DEFAULT_TARGET
-from core.presets import PRESETS, preset_knobs
+from core import knobs
+from core.knobs import Knob
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -30,33 +31,28 @@ def device_arg(name: str) -> str:
     return name
 
 
+def _knob_flags(group, ks: tuple[Knob, ...], seen: set[str]) -> None:
+    """One flag per declared knob (core/knobs.py); unset (None) leaves the preset's or the method's default."""
+    for k in ks:
+        if k.on_cli and k.name not in seen:
+            seen.add(k.name)
+            group.add_argument(k.flag, type=k.kind, default=None, dest=k.name,
+                               help=f"{k.label}: {k.help} (default {k.default}; range {k.range_text()})")
+
+
 def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--prompts", required=True, help="JSON lines with {\"id\": ..., \"prompt\": ...}")
-    ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    ap.add_argument("--top-p", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--gamma", type=int, default=5, help="chain: drafted tokens per step")
+    for k in knobs.SAMPLING_KNOBS:
+        ap.add_argument(k.flag, type=k.kind, default=k.default, dest=k.name, help=f"{k.help} (default {k.default})")
+    seen: set[str] = set()
+    _knob_flags(ap.add_argument_group("chain"), knobs.METHOD_KNOBS["chain"], seen)
     tree = ap.add_argument_group("trees (static, talon); N counts drafted nodes, not the root; "
                                  "unset knobs come from --preset")
-    tree.add_argument("--preset", default="paper", choices=sorted(PRESETS),
-                      help="paper: N=60 K=10 mu=0.03 k=1 D=8; embedded: best measured for the embedded pair")
-    tree.add_argument("--N", type=int, default=None, help="node budget")
-    tree.add_argument("--K", type=int, default=None, help="width: Top-K children (root Top-K for TALON)")
-    tree.add_argument("--mu", type=float, default=None, help="TALON gate: keep p(u) >= mu * m_d")
-    tree.add_argument("--k-init", type=int, default=None, help="TALON: leading levels forced to Top-K")
-    tree.add_argument("--depth", type=int, default=None, help="static: depth D (delta = D + 1)")
-    tree.add_argument("--shape-temperature", type=float, default=None,
-                      help="trees see softmax(z / T_shape) of the drafter's logits (ours, not the papers'; "
-                           "verification is untouched, so still lossless); default 1")
-    sb = ap.add_argument_group("specbound (defaults: the method's own)")
-    sb.add_argument("--alpha", type=float, default=None, help="ACT: T_l = 1 + alpha (1 - l/L)")
-    sb.add_argument("--tau-exit", type=float, default=None, help="exit when annealed confidence >= tau_exit")
-    sb.add_argument("--d-max", type=int, default=None, help="stop drafting when a token reaches d_max layers")
-    sb.add_argument("--w-max", type=int, default=None, help="stop drafting after w_max tokens")
-    sb.add_argument("--min-exit-layer", type=int, default=None, help="first layer allowed to exit")
-    sb.add_argument("--exit-layers", default=None, help="layers with an exit check, e.g. 2,4 (default: every "
-                                                        "layer from --min-exit-layer to --d-max)")
+    tree.add_argument("--preset", default="paper", choices=sorted(knobs.PRESETS),
+                      help="paper: N=60 K=10 mu=0.03 k=1 D=8; embedded: best measured for the embedded pair; "
+                           "auto: N chosen per step for this machine")
+    _knob_flags(tree, knobs.METHOD_KNOBS["talon"] + knobs.METHOD_KNOBS["static"], seen)
+    _knob_flags(ap.add_argument_group("specbound (defaults: the method's own)"), knobs.METHOD_KNOBS["specbound"], seen)
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
                     help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
@@ -67,8 +63,6 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 
 
 def method_knobs(args: argparse.Namespace) -> dict:
-    """Every method knob the user gave (SpecBound's unset ones are left to the method's defaults)."""
-    names = ("gamma", "N", "K", "mu", "k_init", "depth", "shape_temperature", "alpha", "tau_exit", "d_max", "w_max",
-             "min_exit_layer", "exit_layers")
-    given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
-    return {**preset_knobs(args.preset), **given}
+    """Every method knob the user gave, over the preset's (unset SpecBound knobs: the method's defaults)."""
+    given = {n: getattr(args, n) for n in knobs.ALL_KNOBS if getattr(args, n, None) is not None}
+    return {**knobs.preset_knobs(args.preset), **given}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from core.ar import ARMethod
+from core import knobs
 from core.engine import Session
 from core.loading import DEFAULT_TARGET, load_model
 from core.metrics import modelled_r, speedup
@@ -51,11 +52,11 @@ def measure(lm, knobs: dict, prompts: list[str], max_new_tokens: int) -> Row:
     traces = [t for r in results for t in r.traces]
     tokens = sum(len(r.output_ids) for r in results)
     drafted = sum(len(t.nodes) for t in traces)
-    computed = sum(t.details["layers_computed"] for t in traces)
-    full = sum(t.details["layers_full_equivalent"] for t in traces)
+    computed = sum(t.specbound.layers_computed for t in traces)
+    full = sum(t.specbound.layers_full_equivalent for t in traces)
     return Row(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
                sum(t.accepted for t in traces) / max(1, drafted),
-               sum(t.details["head_evals"] for t in traces) / tokens, 1000 * wall / tokens)
+               sum(t.specbound.head_evals for t in traces) / tokens, 1000 * wall / tokens)
 
 
 def parse_grid(items: list[str]) -> list[dict]:
@@ -64,7 +65,10 @@ def parse_grid(items: list[str]) -> list[dict]:
         name, _, values = item.partition("=")
         if name not in DEFAULTS:
             raise SystemExit(f"error: unknown knob '{name}' (choose from {', '.join(DEFAULTS)})")
-        axes[name] = [float(v) if name in ("alpha", "tau_exit") else int(v) for v in values.split(",")]
+        try:
+            axes[name] = [knobs.ALL_KNOBS[name].check(v) for v in values.split(",")]
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
     names = list(axes)
     return [dict(zip(names, combo)) for combo in itertools.product(*axes.values())] or [{}]
 
@@ -86,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
           f"{args.max_new_tokens} new tokens; AR {ar_ms:.1f} ms/token")
     print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
-    for knobs in parse_grid(args.grid):
-        row = measure(lm, knobs, prompts, args.max_new_tokens)
-        shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **knobs}.items())
+    for setting in parse_grid(args.grid):
+        row = measure(lm, setting, prompts, args.max_new_tokens)
+        shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **setting}.items())
         print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
               f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, row.ms_per_token):6.2f}", flush=True)
 

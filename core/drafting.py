@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from core import knobs
 from core.trace import ROOT, LevelTrace, PrunedCandidate
 from core.tree import DraftTree
 
@@ -21,7 +22,6 @@ from core.tree import DraftTree
 Expand = Callable[[list[int], DraftTree], "torch.Tensor | None"]
 Pick = Callable[[torch.Tensor], int]  # a chain's choice from one q row (V,): argmax, or one draw
 PRUNED_EXAMPLES = 4  # best cut candidates recorded per depth and reason
-MAX_N = 1024  # node budgets beyond this build (N, N) masks for no gain on any model we run
 
 
 @dataclass
@@ -57,28 +57,18 @@ def _pruned(scores, q, tok, parents, idx: range, depth: int, reason: str) -> lis
             for i in list(idx)[:PRUNED_EXAMPLES]]
 
 
-def _validate(N: int, K: int) -> None:
-    if not 1 <= N <= MAX_N:
-        raise ValueError(f"N (node budget) must be in [1, {MAX_N}] (got {N})")
-    if K < 1:
-        raise ValueError(f"K (width) must be >= 1 (got {K})")
-
-
 @dataclass
 class TalonPolicy:
     """TALON: root Top-K for the first k levels, then the pooled gate p(u) ≥ μ·m_d under a global budget N."""
-    N: int = 60
-    K: int = 10
-    mu: float = 0.03
-    k_init: int = 1
+    N: int = knobs.N.default
+    K: int = knobs.K.default
+    mu: float = knobs.MU.default
+    k_init: int = knobs.K_INIT.default
     name: str = "talon"
 
     def __post_init__(self) -> None:
-        _validate(self.N, self.K)
-        if not 0 < self.mu <= 1:
-            raise ValueError(f"μ (gate ratio) must be in (0, 1] (got {self.mu})")
-        if self.k_init < 0:
-            raise ValueError(f"k (Top-K levels) must be >= 0 (got {self.k_init})")
+        self.N, self.K = knobs.N.check(self.N), knobs.K.check(self.K)
+        self.mu, self.k_init = knobs.MU.check(self.mu), knobs.K_INIT.check(self.k_init)
 
     @property
     def scratch(self) -> int:
@@ -134,15 +124,13 @@ class TalonPolicy:
 class StaticPolicy:
     """EAGLE-3 style: Top-K at the root, then D levels of K×K expansion keeping the Top-K frontier,
     then a rerank of every generated node by p(u) keeping the best N. δ = D + 1 whatever the context."""
-    N: int = 60
-    K: int = 10
-    depth: int = 8
+    N: int = knobs.N.default
+    K: int = knobs.K.default
+    depth: int = knobs.DEPTH.default
     name: str = "static"
 
     def __post_init__(self) -> None:
-        _validate(self.N, self.K)
-        if self.depth < 0:
-            raise ValueError(f"D (depth) must be >= 0 (got {self.depth})")
+        self.N, self.K, self.depth = knobs.N.check(self.N), knobs.K.check(self.K), knobs.DEPTH.check(self.depth)
 
     @property
     def scratch(self) -> int:
@@ -198,12 +186,11 @@ class StaticPolicy:
 class ChainPolicy:
     """Chain drafting, a K = 1 tree: one token per level, picked by the caller's `pick` (argmax, or one
     draw from q for sampled chains, whose q rows are kept for the rejection rule)."""
-    gamma: int = 5
+    gamma: int = knobs.GAMMA.default
     name: str = "chain"
 
     def __post_init__(self) -> None:
-        if not 1 <= self.gamma <= MAX_N:
-            raise ValueError(f"gamma must be in [1, {MAX_N}] (got {self.gamma})")
+        self.gamma = knobs.GAMMA.check(self.gamma)
 
     @property
     def scratch(self) -> int:

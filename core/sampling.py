@@ -5,10 +5,11 @@ distribution that speculative decoding must reproduce is exactly the one AR samp
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
+
+from core import knobs
 
 
 @dataclass(frozen=True)
@@ -22,10 +23,9 @@ class SamplingConfig:
         return self.temperature == 0
 
     def validate(self) -> None:
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):  # inf would flatten p to uniform
-            raise ValueError(f"temperature must be a finite number >= 0 (got {self.temperature})")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top-p must be in (0, 1] (got {self.top_p})")
+        """Ranges from core/knobs.py (a finite temperature: inf would flatten p to uniform)."""
+        for k in (knobs.TEMPERATURE, knobs.TOP_P, knobs.SEED):
+            k.check(getattr(self, k.name))
 
 
 def top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:

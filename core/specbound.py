@@ -23,7 +23,7 @@ last-bit noise of a different batch shape, as with any verification forward).
 Compute. δ is counted in full-forward equivalents and includes the exit checks: (layers computed while
 drafting + exit-head evaluations × h) / L, where h is one head evaluation's cost in layers, measured on
 this model and device (a head is an LM-head matmul, which on a narrow model with a big vocabulary costs
-several layers). So R = τ / (1 + cδ) with c = 1 stays honest and comparable with other methods. `details`
+several layers). So R = τ / (1 + cδ) with c = 1 stays honest and comparable with other methods. `trace.specbound`
 also holds the layers of the verification pass and the layers AR would spend for the same τ.
 Checks happen only at the exit layers (`exit_layers`, default every layer from min_exit_layer to d_max).
 """
@@ -35,22 +35,23 @@ from dataclasses import dataclass, field
 
 import torch
 
+from core import knobs
 from core.cost_model import median_ms
 from core.engine import Session, Timer
 from core.exit_heads import ExitHeads, heads_for
 from core.kv_cache import KVCache
 from core.model import CausalLM, causal_mask
 from core.sampling import choose, probs
-from core.trace import ROOT, DraftNode, ExitTrace, StepTrace, TargetChoice
+from core.trace import ROOT, DraftNode, ExitTrace, SpecBoundStep, StepTrace, TargetChoice
 from core.verify import verify_chain_greedy, verify_chain_sampling
 
-# Defaults measured on the embedded 12-layer target with its trained heads (python -m cli.tune_specbound,
+# Defaults (declared in core/knobs.py) measured on the embedded 12-layer target with its trained heads (python -m cli.tune_specbound,
 # docs/bench/specbound_tune.md). That model is rarely confident, hence the low τ_exit; α = 0.5 lifts
 # drafted-token acceptance from 0.20 (α = 0) to 0.69; d_max = 4 keeps failed drafts and head evaluations
 # cheap (a head is an LM-head matmul: ~2.5 layers of FLOPs at d = 256, V = 8192); min_exit_layer = 2 skips
 # layer 1, whose head agrees with the final layer on only 19% of tokens. Sharper models want a higher
 # τ_exit and d_max nearer L/3.
-DEFAULTS = dict(alpha=0.5, tau_exit=0.1, d_max=4, w_max=8, min_exit_layer=2)
+DEFAULTS = {k: v for k, v in knobs.defaults("specbound").items() if k != "exit_layers"}
 
 
 def act_temperature(layer: int, num_layers: int, alpha: float) -> float:
@@ -203,15 +204,12 @@ class SpecBoundMethod:
         cache.rollback(block.base + block.n_pending + a)
         s.finish_trace(trace, drafted[:a] + [verdict.bonus])
         computed = block.layers + verify_layers
-        trace.details = {
-            "alpha": self.alpha, "tau_exit": self.tau_exit, "d_max": d_max, "w_max": self.w_max,
-            "min_exit_layer": min_exit, "heads": heads.kind, "num_layers": L,
-            "layers_draft": block.layers, "layers_verify": verify_layers, "layers_computed": computed,
-            "layers_full_equivalent": trace.tau * L, "compute_saved": 1 - computed / max(1, trace.tau * L),
-            "head_evals": block.head_evals, "head_cost_layers": h_cost, "exit_layers": sorted(self._checks(d_max, min_exit)),
-            "kv_propagated": block.propagated, "verify_from_layer": start_layer,
-            "residual": verdict.residual,
-        }
+        trace.specbound = SpecBoundStep(
+            self.alpha, self.tau_exit, d_max, self.w_max, min_exit, heads.kind, L,
+            exit_layers=sorted(self._checks(d_max, min_exit)), layers_draft=block.layers, layers_verify=verify_layers,
+            layers_computed=computed, layers_full_equivalent=trace.tau * L,
+            compute_saved=1 - computed / max(1, trace.tau * L), head_evals=block.head_evals, head_cost_layers=h_cost,
+            kv_propagated=block.propagated, verify_from_layer=start_layer, residual=verdict.residual)
         return trace
 
     def _checks(self, d_max: int, min_exit: int) -> set[int]:
@@ -284,56 +282,39 @@ class SpecBoundMethod:
         x = block.exact_depth
         first = x[-1] if n else L
         run: torch.Tensor | None = None
-        s_cur = n
+        start = n  # block tokens start.. are in the running pass; earlier ones join when their exact depth is reached
         for i in range(first, L):
-            s_new = s_cur
-            while s_new > 0 and x[s_new - 1] <= i:
-                s_new -= 1
-            if s_new < s_cur:  # these tokens' states are exact up to layer i: they join the pass here
+            new_start = start
+            while new_start > 0 and x[new_start - 1] <= i:
+                new_start -= 1
+            if new_start < start:  # these tokens' states are exact up to layer i: they join the pass here
                 if i == 0:  # includes the last drafted token, which drafting never fed
-                    joiners = lm.embed(torch.tensor(block.tokens[s_new:s_cur], device=lm.device))  # (n_join, d)
+                    joiners = lm.embed(torch.tensor(block.tokens[new_start:start], device=lm.device))  # (n_join, d)
                 else:
-                    joiners = torch.stack([block.hidden[j][i] for j in range(s_new, s_cur)])  # (n_join, d)
+                    joiners = torch.stack([block.hidden[j][i] for j in range(new_start, start)])  # (n_join, d)
                 run = joiners if run is None else torch.cat([joiners, run])
-                s_cur = s_new
-            positions = torch.arange(base + s_cur, base + n, device=lm.device)  # (T,)
-            mask = causal_mask(base + s_cur, n - s_cur, lm.device)  # (T, base + n)
-            run = lm.forward_layers(run, positions, cache, base + s_cur, mask, i, i + 1)  # (T, d)
-        exact = [torch.stack([block.hidden[j][L] for j in range(s_cur)])] if s_cur else []  # computed in full
+                start = new_start
+            positions = torch.arange(base + start, base + n, device=lm.device)  # (T,)
+            mask = causal_mask(base + start, n - start, lm.device)  # (T, base + n)
+            run = lm.forward_layers(run, positions, cache, base + start, mask, i, i + 1)  # (T, d)
+        exact = [torch.stack([block.hidden[j][L] for j in range(start)])] if start else []  # computed in full
         rows = torch.cat(exact + ([run] if run is not None else []))  # (n, d)
         return rows[block.n_pending - 1:], L - first, first
 
 
-def _as_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum} (got {value!r})")
-    return value
-
-
-def build_specbound_method(alpha: float = DEFAULTS["alpha"], tau_exit: float = DEFAULTS["tau_exit"],
-                           d_max: int = DEFAULTS["d_max"], w_max: int | None = DEFAULTS["w_max"],
-                           min_exit_layer: int = DEFAULTS["min_exit_layer"], exit_layers: str | None = None,
-                           record_raw: bool = True, **_other) -> SpecBoundMethod:
-    """Validate the knobs (user-facing messages). d_max above L means L (no depth bound);
-    w_max = None or 0 means unbounded. Knobs of other methods are ignored."""
-    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0 (got {alpha!r})")
-    if not (isinstance(tau_exit, (int, float)) and 0 <= tau_exit <= 1):
-        raise ValueError(f"tau-exit must be in [0, 1] (got {tau_exit!r})")
-    d_max = _as_int("d-max", d_max, 1)
-    min_exit_layer = _as_int("min-exit-layer", min_exit_layer, 1)
-    w_max = None if w_max in (None, 0) else _as_int("w-max", w_max, 1)
-    if min_exit_layer > d_max:
-        raise ValueError(f"min-exit-layer ({min_exit_layer}) must be <= d-max ({d_max})")
+def build_specbound_method(record_raw: bool = True, **given) -> SpecBoundMethod:
+    """A SpecBound method from its declared knobs (core/knobs.py), each checked with a user-facing message.
+    d_max above L means L (no depth bound); w_max = 0 means unbounded. Knobs of other methods are ignored."""
+    k = knobs.resolve("specbound", given)
+    if k["min_exit_layer"] > k["d_max"]:
+        raise ValueError(f"the lowest exit layer ({k['min_exit_layer']}) must be <= d_max ({k['d_max']})")
     layers = None
-    if exit_layers not in (None, "", "all"):
+    if k["exit_layers"] not in (None, "", "all"):
         try:
-            layers = tuple(sorted({int(x) for x in str(exit_layers).replace(";", ",").split(",") if x.strip()}))
+            layers = tuple(sorted({int(x) for x in k["exit_layers"].replace(";", ",").split(",") if x.strip()}))
         except ValueError:
-            raise ValueError(f"exit-layers must be comma-separated layer numbers (got {exit_layers!r})") from None
+            raise ValueError(f"exit layers must be comma-separated layer numbers (got {k['exit_layers']!r})") from None
         if not layers or layers[0] < 1:
-            raise ValueError(f"exit-layers must be layer numbers >= 1 (got {exit_layers!r})")
-    return SpecBoundMethod(alpha=float(alpha), tau_exit=float(tau_exit), d_max=d_max, w_max=w_max,
-                           min_exit_layer=min_exit_layer, exit_layers=layers, record_raw=bool(record_raw))
+            raise ValueError(f"exit layers must be layer numbers >= 1 (got {k['exit_layers']!r})")
+    return SpecBoundMethod(alpha=k["alpha"], tau_exit=k["tau_exit"], d_max=k["d_max"], w_max=k["w_max"] or None,
+                           min_exit_layer=k["min_exit_layer"], exit_layers=layers, record_raw=bool(record_raw))

@@ -79,6 +79,44 @@ class AutoChoice:
 
 
 @dataclass
+class TreeStep:
+    """Chain, static and TALON: the knobs this step ran with (auto: the budget it chose) and what it built."""
+    policy: str  # chain | static | talon
+    N: int | None = None  # node budget, root not counted (static, TALON)
+    K: int | None = None  # Top-K width (TALON: at the first k_init levels)
+    mu: float | None = None  # TALON gate ratio μ
+    k_init: int | None = None  # TALON: leading Top-K levels
+    depth: int | None = None  # static depth D
+    gamma: int | None = None  # chain length γ
+    nodes: int = 0  # drafted nodes in the verified tree
+    shape_temperature: float = 1.0  # T_shape the tree saw (verification is untouched)
+    residual: bool = False  # sampled chain: the bonus came from the residual max(0, p − q)
+
+
+@dataclass
+class SpecBoundStep:
+    """SpecBound: the knobs this step ran with and what its layers cost (δ's parts, in layers)."""
+    alpha: float
+    tau_exit: float
+    d_max: int
+    w_max: int
+    min_exit_layer: int
+    heads: str  # trained | logit-lens
+    num_layers: int  # L
+    exit_layers: list[int] = field(default_factory=list)  # layers with an exit check
+    layers_draft: int = 0  # layer passes spent drafting
+    layers_verify: int = 0  # layer passes of the verification
+    layers_computed: int = 0
+    layers_full_equivalent: int = 0  # τ·L: what AR would have run for the committed tokens
+    compute_saved: float = 0.0  # 1 − computed / full equivalent
+    head_evals: int = 0  # exit-head checks made
+    head_cost_layers: float = 0.0  # one check's cost in layer equivalents (measured)
+    kv_propagated: int = 0  # K/V entries filled for skipped layers
+    verify_from_layer: int = 0  # verification reused the draft's layers below this one
+    residual: bool = False
+
+
+@dataclass
 class StepTrace:
     index: int
     method: str
@@ -102,14 +140,39 @@ class StepTrace:
     drafter: str = ""  # who proposed the tree: model | eagle3 | lookup ("" for AR and SpecBound)
     score_sum: float | None = None  # Σ p(u) over the verified tree: the drafter's own estimate of accepted tokens
     auto: AutoChoice | None = None  # when the budget is chosen per step (`auto`)
-    details: dict = field(default_factory=dict)  # method knobs and small method-specific facts
+    tree: TreeStep | None = None  # chain / static / TALON
+    specbound: SpecBoundStep | None = None
 
     @property
     def accepted(self) -> int:
         return len(self.accepted_path)
 
+    def budget(self) -> tuple[int | None, str]:
+        """The cap on drafted tokens this step had, and its symbol: auto's N, N, γ or w_max."""
+        if self.auto is not None:
+            return self.auto.N, "auto"
+        if self.tree is not None:
+            return (self.tree.gamma, "γ") if self.tree.policy == "chain" else (self.tree.N, "N")
+        if self.specbound is not None:
+            return self.specbound.w_max, "w_max"
+        return None, ""
+
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> StepTrace:
+        """The inverse of to_dict (an exported trace read back); a KeyError / TypeError on another shape."""
+        d = dict(d)
+        nested = {"nodes": DraftNode, "choices": TargetChoice, "levels": LevelTrace, "pruned": PrunedCandidate,
+                  "exits": ExitTrace}
+        for key, kind in nested.items():
+            d[key] = [kind(**x) for x in d.get(key) or []]
+        for key, kind in {"auto": AutoChoice, "tree": TreeStep, "specbound": SpecBoundStep}.items():
+            d[key] = kind(**d[key]) if d.get(key) is not None else None
+        if d["auto"] is not None:
+            d["auto"].predicted = [tuple(x) for x in d["auto"].predicted]
+        return cls(**d)
 
 
 @dataclass

@@ -8,13 +8,14 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from core import knobs
 from core.auto_budget import AutoState
 from core.cost_model import measure
 from core.drafters import Drafter
 from core.drafting import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
 from core.sampling import draw, probs
-from core.trace import ROOT, DraftNode, StepTrace, TargetChoice
+from core.trace import ROOT, DraftNode, StepTrace, TargetChoice, TreeStep
 from core.tree import DraftTree, tree_attention_mask, tree_positions
 from core.verify import TreeVerdict, verify_chain_sampling, verify_tree
 
@@ -54,8 +55,7 @@ class TreeMethod:
     needs_draft: bool = True
 
     def __post_init__(self) -> None:
-        if not 0 < self.shape_temperature <= 100:
-            raise ValueError(f"shaping temperature must be in (0, 100] (got {self.shape_temperature})")
+        self.shape_temperature = knobs.SHAPE_T.check(self.shape_temperature)
         if self.auto and isinstance(self.policy, ChainPolicy):
             raise ValueError("auto chooses a tree's node budget N: use it with static or talon")
 
@@ -137,9 +137,8 @@ class TreeMethod:
         trace.drafter = drafter
         trace.score_sum = sum(tree.scores)
         knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
-        trace.details = {"policy": self.name, **knobs, "nodes": len(tree), "budget_counts_root": False,
-                         "drafter": drafter, "shape_temperature": self.shape_temperature,
-                         "residual": verdict.residual}
+        trace.tree = TreeStep(self.name, **knobs, nodes=len(tree), shape_temperature=self.shape_temperature,
+                              residual=verdict.residual)
 
 
 def chain_verdict(tree: DraftTree, grown: GrowResult, p: torch.Tensor, s: Session) -> TreeVerdict:
@@ -152,12 +151,15 @@ def chain_verdict(tree: DraftTree, grown: GrowResult, p: torch.Tensor, s: Sessio
     return TreeVerdict(list(range(v.accepted)), choices, residual=v.residual)
 
 
-def build_tree_method(name: str, N: int = 60, K: int = 10, mu: float = 0.03, k_init: int = 1, depth: int = 8,
-                      gamma: int = 5, shape_temperature: float = 1.0, auto: bool = False, **_ignored) -> TreeMethod:
+def build_tree_method(name: str, **given) -> TreeMethod:
+    """A tree method from its declared knobs (core/knobs.py): defaults filled, every value checked."""
+    k = knobs.resolve(name, given) if name in ("chain", "static", "talon") else None
     if name == "talon":
-        return TreeMethod(TalonPolicy(N=N, K=K, mu=mu, k_init=k_init), shape_temperature, bool(auto))
-    if name == "static":
-        return TreeMethod(StaticPolicy(N=N, K=K, depth=depth), shape_temperature, bool(auto))
-    if name == "chain":
-        return TreeMethod(ChainPolicy(gamma=gamma))
-    raise ValueError(f"unknown tree method '{name}'")
+        policy = TalonPolicy(N=k["N"], K=k["K"], mu=k["mu"], k_init=k["k_init"])
+    elif name == "static":
+        policy = StaticPolicy(N=k["N"], K=k["K"], depth=k["depth"])
+    elif name == "chain":
+        return TreeMethod(ChainPolicy(gamma=k["gamma"]))
+    else:
+        raise ValueError(f"unknown tree method '{name}'")
+    return TreeMethod(policy, k["shape_temperature"], bool(k["auto"]))

@@ -127,7 +127,7 @@ def test_export_trace_file_and_data(tmp_path):
 def test_specbound_step_heatmap_and_replay():
     run, heatmap, bars, why = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8)[:4]
     assert run.traces[0].method == "specbound"
-    assert heatmap.data[0].type == "heatmap" and len(heatmap.data[0].z) == run.traces[0].details["num_layers"]
+    assert heatmap.data[0].type == "heatmap" and len(heatmap.data[0].z) == run.traces[0].specbound.num_layers
     assert "Drafting stopped" in why
     raw = h.specbound_replay(run, 1, False)[0]
     assert "raw" in raw.layout.title.text
@@ -218,7 +218,7 @@ def test_auto_preset_records_the_chosen_n_in_the_view_and_the_export():
     data = h.export_trace(run)[1]
     assert data["config"]["auto"] == 1 and all(s["auto"]["reason"] for s in data["steps"])
     h.talon_extras(run, True, True)
-    assert run.shadows[2].details["N"] == chosen.N  # the static tree gets the budget auto chose
+    assert run.shadows[2].tree.N == chosen.N  # the static tree gets the budget auto chose
 
 
 def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
@@ -238,7 +238,7 @@ def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
 
 def test_specbound_exit_layers_knob_shows_the_checked_layers_and_their_cost():
     run, _, _, why = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "2,4")[:4]
-    assert run.traces[0].details["exit_layers"] == [2, 4]
+    assert run.traces[0].specbound.exit_layers == [2, 4]
     assert "Exit checks at layers 2, 4" in why and "layer equivalents" in why
-    with pytest.raises(gr.Error, match="exit-layers"):
+    with pytest.raises(gr.Error, match="exit layers"):
         h.specbound_step(run, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "two")

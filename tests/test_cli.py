@@ -50,7 +50,7 @@ def bad_file(tmp_path, name, text):
     ("bad-json", "not valid JSON"),
     ("empty-prompt", "empty"),
     ("too-long", "context"),
-    ("gamma", "gamma"),
+    ("gamma", "γ (chain length) must be in [1, 1024]"),
     ("temperature", "temperature"),
     ("top-p-high", "top-p"),
     ("top-p-zero", "top-p"),

@@ -94,25 +94,25 @@ def test_d_max_stops_drafting_at_the_first_token_that_does_not_exit(tiny6):
     assert [e.exit_layer for e in t.exits] == [2, 3, None]
     assert [e.node for e in t.exits] == [0, 1, 2] and len(t.nodes) == 2
     assert t.exits[2].layers == [1, 2, 3, 4]  # evaluated every layer up to d_max, then gave up
-    assert t.details["layers_draft"] == 2 + 3 + 4
-    assert t.details["head_evals"] == 2 + 3 + 4 and t.details["head_cost_layers"] > 0
-    assert t.delta == pytest.approx((9 + 9 * t.details["head_cost_layers"]) / 6)  # layers and exit checks
-    assert t.details["verify_from_layer"] == 2  # x = prefix min of the drafting depths (2, 3, 4)
+    assert t.specbound.layers_draft == 2 + 3 + 4
+    assert t.specbound.head_evals == 2 + 3 + 4 and t.specbound.head_cost_layers > 0
+    assert t.delta == pytest.approx((9 + 9 * t.specbound.head_cost_layers) / 6)  # layers and exit checks
+    assert t.specbound.verify_from_layer == 2  # x = prefix min of the drafting depths (2, 3, 4)
 
 
 def test_w_max_stops_after_exactly_w_max_drafted_tokens(tiny6):
     s, t = run_step(tiny6, plan=[1] * 10, d_max=4, w_max=3, alpha=0.0, tau_exit=0.9)
     assert t.draft_stop == "w_max" and len(t.nodes) == 3 and len(t.exits) == 3
     assert [e.exit_layer for e in t.exits] == [1, 1, 1]
-    assert t.details["layers_draft"] == 3  # the last drafted token is never fed while drafting
-    assert t.details["verify_from_layer"] == 0
+    assert t.specbound.layers_draft == 3  # the last drafted token is never fed while drafting
+    assert t.specbound.verify_from_layer == 0
 
 
 def test_length_budget_and_no_depth_bound(tiny6):
     s, t = run_step(tiny6, plan=[1] * 10, max_new_tokens=3, d_max=4, w_max=10, alpha=0.0, tau_exit=0.9)
     assert t.draft_stop == "length" and len(t.nodes) == 2  # 2 drafted + the bonus fill the budget of 3
     s, t = run_step(tiny6, plan=[None], d_max=99, w_max=1, alpha=0.0, tau_exit=0.9)
-    assert t.details["d_max"] == 6 and t.exits[0].exit_layer == 6  # d_max ≥ L: the last layer always exits
+    assert t.specbound.d_max == 6 and t.exits[0].exit_layer == 6  # d_max ≥ L: the last layer always exits
 
 
 def test_knob_validation():
@@ -230,11 +230,11 @@ def test_trace_records_the_step(target, heldout_prompts):
     assert len(t.exits) in (len(t.nodes), len(t.nodes) + 1) and t.draft_stop in ("d_max", "w_max", "eos", "length")
     for e in t.exits:
         assert len(e.layers) == len(e.raw_conf) == len(e.annealed_conf) == len(e.temperature) == len(e.top_texts)
-    d = t.details
-    assert d["heads"] in ("trained", "logit-lens") and d["num_layers"] == L
-    assert d["layers_computed"] == d["layers_draft"] + d["layers_verify"]
-    assert d["layers_full_equivalent"] == t.tau * L
-    assert t.delta == pytest.approx((d["layers_draft"] + d["head_evals"] * d["head_cost_layers"]) / L)
+    d = t.specbound
+    assert d.heads in ("trained", "logit-lens") and d.num_layers == L
+    assert d.layers_computed == d.layers_draft + d.layers_verify
+    assert d.layers_full_equivalent == t.tau * L
+    assert t.delta == pytest.approx((d.layers_draft + d.head_evals * d.head_cost_layers) / L)
 
 
 def test_exit_checks_only_at_the_exit_layers(tiny6):

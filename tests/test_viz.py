@@ -10,6 +10,7 @@ from viz.html import budget_html, levels_html, stats_html, text_html, token_orig
 from viz.outcome_figs import compare_bars, oracle_scatter, sweep_heatmap, tau_delta_timeline
 from viz.palette import STATUS_COLORS
 from core.metrics import Baseline, lossless_check, run_stats
+from core.trace import StepTrace, TreeStep
 from viz.tree_fig import short, tree_figure
 from viz.tree_layout import MAX_SLOTS, build_graph, collapse_wide, leaves, tidy_layout
 
@@ -178,9 +179,9 @@ def test_stop_reason_is_worded_per_method():
     t = talon_example()
     t.draft_stop = "depth"
     assert "static" not in why_stopped(t) and "remaining length" in why_stopped(t)
-    t.method, t.details = "static", {"depth": 1}
+    t.method, t.tree = "static", TreeStep("static", depth=1)
     assert "its depth D = 1" in why_stopped(t)  # two levels grown: D + 1
-    t.details = {"depth": 8}
+    t.tree = TreeStep("static", depth=8)
     assert "remaining length" in why_stopped(t)  # stopped before D: the length limit
     t.draft_stop = "frontier"
     assert "gate" not in why_stopped(t)
@@ -254,3 +255,12 @@ def test_viz_never_imports_torch_or_gradio():
             "print('torch' in sys.modules, 'gradio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+@pytest.mark.parametrize("make", [talon_example, lambda: chain_of(3), specbound_example])
+def test_trace_json_round_trip(make):
+    """An exported trace reads back as the same typed record (what Import relies on)."""
+    import json
+    t = make()
+    back = StepTrace.from_dict(json.loads(json.dumps(t.to_dict())))
+    assert back == t and back.budget() == t.budget()

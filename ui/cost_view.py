@@ -23,8 +23,8 @@ class CostView:
 
 
 def used_n(trace) -> int:
-    """The budget a step had: auto's choice (details keep the cap), else the N knob."""
-    return trace.auto.N if trace.auto is not None else int(trace.details.get("N") or len(trace.nodes))
+    """The budget a step had: auto's choice, else the N knob."""
+    return trace.budget()[0] or len(trace.nodes)
 
 
 def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[int, float]], str]:
@@ -33,7 +33,7 @@ def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[
     if not traces:
         return None, [], "no TALON step with a tree yet: press Step in the TALON tab"
     last = traces[-1]
-    chosen = last.auto.N if last.auto is not None else last.details.get("N")
+    chosen = last.budget()[0]
     cap = max(used_n(t) for t in traces[-HISTORY:])
     state = AutoState(cost, N=cap, n_max=cap)
     for t in traces[:-HISTORY]:

@@ -1,15 +1,16 @@
-"""Every knob the page shows: range, default (SPEC's) and a one-line tooltip, plus validation that
-turns an out-of-range value into a message a visitor can act on."""
+"""The knobs the page shows, as sliders over the declared knobs (core/knobs.py: range, default, symbol), with
+the range a page should offer and a tooltip; plus validation that turns an out-of-range value into a message
+a visitor can act on."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.presets import PRESETS as CORE_PRESETS
-from core.specbound import DEFAULTS as SB  # the engine's defaults: the page never disagrees with the CLI
+from core import knobs as core_knobs  # declared once: the page never disagrees with the CLI
 
 
 @dataclass(frozen=True)
 class Knob:
+    """A slider: one declared knob (core/knobs.py) within the range a page should offer."""
     name: str  # keyword for build_method / SamplingConfig
     label: str  # paper notation
     minimum: float
@@ -20,26 +21,29 @@ class Knob:
     integer: bool = True
 
 
-TALON_KNOBS = [
-    Knob("N", "N (node budget)", 1, 128, 60, 1, "Drafted nodes per step, root not counted; the same budget is given to the static tree."),
-    Knob("K", "K (root width)", 1, 20, 10, 1, "Top-K children kept at the first k levels, however confident the draft is."),
-    Knob("mu", "μ (gate)", 0.001, 1.0, 0.03, 0.001, "Keep a candidate when p(u) ≥ μ·m_d; larger μ gives deeper, narrower trees.", False),
-    Knob("k_init", "k (Top-K levels)", 0, 4, 1, 1, "Leading levels forced to Top-K before the gate takes over (k = 0: pure gating)."),
-]
+def slider(k: core_knobs.Knob, label: str | None = None, info: str | None = None) -> Knob:
+    lo = k.ui_min if k.ui_min is not None else k.minimum
+    hi = k.ui_max if k.ui_max is not None else k.maximum
+    help_text = info or (k.help[0].upper() + k.help[1:] + ".")
+    return Knob(k.name, label or k.label, lo, hi, k.default, k.step, help_text, k.kind is int)
 
+
+TALON_KNOBS = [
+    slider(core_knobs.N, info="Drafted nodes per step, root not counted; the same budget is given to the static tree."),
+    slider(core_knobs.K, "K (root width)", "Top-K children kept at the first k levels, however confident the draft is."),
+    slider(core_knobs.MU, "μ (gate)", "Keep a candidate when p(u) ≥ μ·m_d; larger μ gives deeper, narrower trees."),
+    slider(core_knobs.K_INIT, info="Leading levels forced to Top-K before the gate takes over (k = 0: pure gating)."),
+]
 
 SPECBOUND_KNOBS = [
-    Knob("alpha", "α (annealing)", 0.0, 4.0, float(SB["alpha"]), 0.05, "T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns ACT off.", False),
-    Knob("tau_exit", "τ_exit (exit threshold)", 0.05, 1.0, float(SB["tau_exit"]), 0.01, "A drafted token exits at the first layer whose annealed confidence reaches τ_exit.", False),
-    Knob("d_max", "d_max (depth bound)", 1, 64, int(SB["d_max"]), 1, "A token that needs more than d_max layers stops drafting: it is a hard token."),
-    Knob("w_max", "w_max (width bound)", 1, 32, int(SB["w_max"]), 1, "At most w_max tokens are drafted before the target verifies them."),
+    slider(core_knobs.ALPHA, info="T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns "
+                                  "ACT off."),
+    slider(core_knobs.TAU_EXIT),
+    slider(core_knobs.D_MAX, info="A token that needs more than d_max layers stops drafting: it is a hard token."),
+    slider(core_knobs.W_MAX, info="At most w_max tokens are drafted before the target verifies them."),
 ]
 
-SAMPLING_KNOBS = [
-    Knob("temperature", "temperature", 0.0, 2.0, 0.0, 0.05, "0 = greedy (output must equal plain decoding); > 0 samples, still exactly the target's distribution.", False),
-    Knob("seed", "seed", 0, 2**31 - 1, 0, 1, "Seed of the sampler, so a sampling run can be replayed."),
-    Knob("max_new_tokens", "max new tokens", 1, 256, 64, 1, "Generation stops after this many tokens (or at end-of-text)."),
-]
+SAMPLING_KNOBS = [slider(core_knobs.TEMPERATURE), slider(core_knobs.SEED), slider(core_knobs.MAX_NEW)]
 
 PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair",
                 "auto": "auto: N chosen per step for this machine"}
@@ -51,8 +55,8 @@ def _preset_label(name: str, knobs: dict) -> str:
     return f"{PRESET_NAMES.get(name, name)} ({n}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
 
 
-# The same presets as the CLI's --preset (core/presets.py), labelled for the dropdown.
-PRESETS = {_preset_label(name, knobs): knobs for name, knobs in CORE_PRESETS.items()}
+# The same presets as the CLI's --preset (core/knobs.py), labelled for the dropdown.
+PRESETS = {_preset_label(name, knobs): knobs for name, knobs in core_knobs.PRESETS.items()}
 
 
 def validate(knobs: list[Knob], values: dict) -> dict:

@@ -82,14 +82,14 @@ def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> T
         if trace is not None:
             static.layout.annotations[0].text = "Computing the static tree for this prefix…"
     else:
-        static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={shadow.details.get('depth')}, "
-                                                  f"N={shadow.details.get('N')}) · {tau_text(shadow)}", height)
+        static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={shadow.tree.depth}, "
+                                                  f"N={shadow.tree.N}) · {tau_text(shadow)}", height)
     return TreeView(tree_figure(trace, show_pruned, title, height), static, budget_html(trace), levels_html(trace),
                     outcomes(run, index))
 
 
 def heads_note(trace) -> str:
-    heads = trace.details.get("heads")
+    heads = None if trace.specbound is None else trace.specbound.heads
     if heads == "logit-lens":
         return ("Exit heads: none trained for this model, so each layer is read through the model's own final norm "
                 "and LM head (logit lens); confidences are lower than trained heads would give.")
@@ -98,15 +98,13 @@ def heads_note(trace) -> str:
 
 def checks_note(trace) -> str:
     """Which layers have an exit check, and what one check costs (δ counts them in layer equivalents)."""
-    d = trace.details
-    layers, cost, evals = d.get("exit_layers"), d.get("head_cost_layers"), d.get("head_evals")
-    if layers is None:
+    d = trace.specbound
+    if d is None:
         return ""
+    layers, cost, evals = d.exit_layers, d.head_cost_layers, d.head_evals
     where = (f"Exit checks at layers {', '.join(map(str, layers))}" if layers else
              "No exit layer lies between the lowest exit layer and d_max: every token runs d_max layers")
-    if cost is None:
-        return where + "."
-    spent = "" if evals is None else f"; this step made {evals} checks = {evals * cost:.2f} layers"
+    spent = f"; this step made {evals} checks = {evals * cost:.2f} layers"
     return (f"{where}. One exit-head check costs {cost:.2f} layer equivalents (measured){spent}, counted in δ "
             f"beside the layers run.")
 

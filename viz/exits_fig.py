@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from core.knobs import TAU_EXIT
 from core.trace import StepTrace
 from viz.palette import FONT, STATUS_COLORS
 from viz.tree_fig import show_token
@@ -23,22 +24,26 @@ STOP_WHY = {
 def depth_why(trace: StepTrace) -> str:
     """'depth' means different limits per method: a static tree's D, or (TALON, chains) the deepest level
     the tokens still allowed by max new tokens could use."""
-    D = knob(trace, "depth")
-    if trace.method == "static" and isinstance(D, int) and len(trace.levels) >= D + 1:
+    D = trace.tree.depth if trace.tree is not None else None
+    if trace.method == "static" and D is not None and len(trace.levels) >= D + 1:
         return f"the static tree reached its depth D = {D}"
     return ("the tree reached the deepest level that the remaining length allows (max new tokens): "
             "a deeper draft could never be committed")
 
 
-def knob(trace: StepTrace, name: str, default=None):
-    """A knob recorded by the engine in trace.details (None when the method did not record it)."""
-    return trace.details.get(name, default)
+def knob(trace: StepTrace, name: str):
+    """A SpecBound knob this step ran with (None for a trace without SpecBound's record)."""
+    return None if trace.specbound is None else getattr(trace.specbound, name)
+
+
+def tau_exit_of(trace: StepTrace) -> float:
+    """τ_exit of the step; the declared default for a trace without SpecBound's record."""
+    return TAU_EXIT.default if trace.specbound is None else trace.specbound.tau_exit
 
 
 def num_layers(trace: StepTrace) -> int:
-    for key in ("L", "num_layers", "layers"):
-        if isinstance(trace.details.get(key), int):
-            return trace.details[key]
+    if trace.specbound is not None:
+        return trace.specbound.num_layers
     return max((max(e.layers) for e in trace.exits if e.layers), default=1)
 
 
@@ -87,7 +92,7 @@ def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: i
     if trace is None or not trace.exits:
         return _empty(fig, "Press Step to draft with SpecBound's early exits")
     L = num_layers(trace)
-    tau_exit = float(knob(trace, "tau_exit", 0.9))
+    tau_exit = tau_exit_of(trace)
     cols = len(trace.exits)
     z = [[None] * cols for _ in range(L)]
     hover = [[""] * cols for _ in range(L)]
@@ -122,7 +127,7 @@ def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: i
 def first_crossings(trace: StepTrace, annealed: bool) -> list[int | None]:
     """Per drafted token, the first evaluated layer whose shown confidence reaches τ_exit (None: none did).
     Annealed, this is the exit rule; raw, it shows where a token would have exited without ACT."""
-    tau_exit = float(knob(trace, "tau_exit", 0.9))
+    tau_exit = tau_exit_of(trace)
     out = []
     for e in trace.exits:
         confs = e.annealed_conf if annealed else e.raw_conf

@@ -81,15 +81,12 @@ def budget_html(trace: StepTrace | None) -> str:
     """Nodes used of the budget: N for trees, γ for chains, w_max for SpecBound."""
     if trace is None:
         return '<div class="ss-budget">budget: no step yet</div>'
-    d = trace.details
-    cap, label = next(((d[k], k) for k in ("N", "gamma", "w_max") if isinstance(d.get(k), int)), (None, ""))
+    cap, label = trace.budget()
     used = len(trace.nodes)
     if not cap:
         return f'<div class="ss-budget">{used} nodes drafted</div>'
-    if trace.auto is not None:  # details hold the cap; the budget of this step is auto's choice
-        cap, label = trace.auto.N, "auto"
     frac = min(1.0, used / cap)
-    name = {"N": "N", "gamma": "γ", "w_max": "w_max", "auto": "N (chosen by auto)"}[label]
+    name = "N (chosen by auto)" if label == "auto" else label
     return (f'<div class="ss-budget"><div class="ss-meter"><div style="width:{frac:.0%}"></div></div>'
             f"budget: {used} of {name} = {cap} nodes used · δ = {trace.delta:.3g} draft forwards · "
             f"τ = {trace.tau} committed{score_text(trace)}</div>{drafter_html(trace)}{auto_html(trace)}")

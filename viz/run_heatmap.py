@@ -7,7 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from core.trace import StepTrace
-from viz.exits_fig import _colorscale, _empty, first_crossings, knob, num_layers
+from viz.exits_fig import _colorscale, _empty, first_crossings, knob, num_layers, tau_exit_of
 from viz.palette import FONT
 from viz.tree_fig import short
 
@@ -42,7 +42,7 @@ def run_heatmap(traces: list[StepTrace], current: int | None, annealed: bool = T
         return _empty(fig, "Press Step to draft with SpecBound's early exits")
     first = traces[0]
     L = max(num_layers(t) for t in traces)
-    tau_exit = float(knob(first, "tau_exit", 0.9))
+    tau_exit = tau_exit_of(first)
     z = [[None] * len(cols) for _ in range(L)]
     hover = [[""] * len(cols) for _ in range(L)]
     for c, (t, col) in enumerate(cols):

@@ -1,0 +1,135 @@
+"""Every knob, declared once: its name, type, range, default, the paper's symbol and a one-line help.
+
+The CLI's flags (cli/common.py), the app's sliders and their validation (ui/knobs.py), the presets below,
+the method builders and the tree policies all read these declarations, so a range or a default cannot
+drift between them. Plain Python (no torch): the app's renderers may read a default from here."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # keyword for the method builder; the CLI flag is --name with '-' for '_'
+    label: str  # the paper's symbol first, then a few words: "N (node budget)"
+    kind: type  # int, float or str
+    default: Any
+    help: str  # one line: CLI help and the app's tooltip
+    minimum: float | None = None
+    maximum: float | None = None
+    open_low: bool = False  # the minimum itself is excluded (μ > 0)
+    step: float = 1.0  # the app's slider step
+    ui_min: float | None = None  # the app's slider range when the engine allows more than a page should offer
+    ui_max: float | None = None
+    on_cli: bool = True  # `auto` is a preset, not a flag
+
+    @property
+    def symbol(self) -> str:
+        return self.label.split(" ")[0]
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def range_text(self) -> str:
+        lo = "-∞" if self.minimum is None else f"{self.minimum:g}"
+        hi = "∞" if self.maximum is None else f"{self.maximum:g}"
+        return f"{'(' if self.open_low else '['}{lo}, {hi}{')' if self.maximum is None else ']'}"
+
+    def check(self, value: Any) -> Any:
+        """The value as this knob's type, or a ValueError naming the knob and its range."""
+        if self.kind is str:
+            return None if value is None else str(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{self.label} must be a number (got {value!r})") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{self.label} must be a finite number in {self.range_text()} (got {value})")
+        if self.kind is int and value != int(value):
+            raise ValueError(f"{self.label} must be a whole number (got {value:g})")
+        low_ok = self.minimum is None or (value > self.minimum if self.open_low else value >= self.minimum)
+        if not low_ok or (self.maximum is not None and value > self.maximum):
+            raise ValueError(f"{self.label} must be in {self.range_text()} (got {value:g})")
+        return self.kind(value)
+
+
+MAX_N = 1024  # node budgets beyond this build (N, N) masks for no gain on any model we run
+
+N = Knob("N", "N (node budget)", int, 60, "drafted nodes per step, the root not counted", 1, MAX_N, ui_max=128)
+K = Knob("K", "K (width)", int, 10, "Top-K children (TALON: at the root and the first k levels)", 1, MAX_N, ui_max=20)
+MU = Knob("mu", "μ (gate ratio)", float, 0.03, "TALON gate: keep a candidate when p(u) ≥ μ·m_d", 0, 1, open_low=True,
+          step=0.001, ui_min=0.001)
+K_INIT = Knob("k_init", "k (Top-K levels)", int, 1, "TALON: leading levels forced to Top-K before the gate", 0, 64,
+              ui_max=4)
+DEPTH = Knob("depth", "D (depth)", int, 8, "static tree: depth D (δ = D + 1)", 0, MAX_N)
+GAMMA = Knob("gamma", "γ (chain length)", int, 5, "chain: drafted tokens per step", 1, MAX_N)
+SHAPE_T = Knob("shape_temperature", "T_shape (shaping temperature)", float, 1.0,
+               "trees see softmax(z / T_shape) of the drafter's logits (ours, not the papers'; verification is "
+               "untouched, so still lossless)", 0, 100, open_low=True, step=0.05)
+AUTO = Knob("auto", "auto", int, 0, "choose N per step from the measured cost curve (core/auto_budget.py)", 0, 1,
+            on_cli=False)
+
+ALPHA = Knob("alpha", "α (annealing)", float, 0.5, "ACT: T_ℓ = 1 + α(1 − ℓ/L); α = 0 turns annealing off", 0, None,
+             step=0.05, ui_max=4.0)
+TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.1,
+                "a drafted token exits at the first layer whose annealed confidence reaches τ_exit", 0, 1, step=0.01,
+                ui_min=0.05)
+D_MAX = Knob("d_max", "d_max (depth bound)", int, 4, "a token needing more than d_max layers stops drafting "
+             "(above L means L)", 1, None, ui_max=64)
+W_MAX = Knob("w_max", "w_max (width bound)", int, 8, "at most w_max tokens drafted before verification (0: unbounded)",
+             0, None, ui_min=1, ui_max=32)
+MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 2, "first layer allowed to exit", 1, None, ui_max=64)
+EXIT_LAYERS = Knob("exit_layers", "exit layers", str, None, "layers with an exit check, e.g. 2,4 (default: every "
+                   "layer from the lowest exit layer to d_max)")
+
+TEMPERATURE = Knob("temperature", "temperature", float, 0.0, "0 = greedy (the output must equal plain decoding); > 0 "
+                   "samples, still exactly the target's distribution", 0, None, step=0.05, ui_max=2.0)
+TOP_P = Knob("top_p", "top-p", float, 1.0, "nucleus sampling mass", 0, 1, open_low=True, step=0.01)
+SEED = Knob("seed", "seed", int, 0, "seed of the sampler, so a sampling run can be replayed", 0, 2**31 - 1)
+MAX_NEW = Knob("max_new_tokens", "max new tokens", int, 64, "generation stops after this many tokens (or at "
+               "end-of-text)", 1, None, ui_max=256)
+
+METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
+    "ar": (),
+    "chain": (GAMMA,),
+    "static": (N, K, DEPTH, SHAPE_T, AUTO),
+    "talon": (N, K, MU, K_INIT, SHAPE_T, AUTO),
+    "specbound": (ALPHA, TAU_EXIT, D_MAX, W_MAX, MIN_EXIT, EXIT_LAYERS),
+}
+SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
+ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in METHOD_KNOBS.values() for k in ks}
+
+# Named settings of the tree knobs. paper: the TALON paper's (= the declared defaults); embedded: the best
+# measured on the embedded pair (`python -m cli.bench ... --sweep-N ... --sweep-mu ...`, README): on a CPU a
+# tree's verification costs about linearly in its size, so the fastest budget is small; auto: N chosen per
+# step for this machine (core/auto_budget.py), N here only its cap.
+_TREE = (N, K, MU, K_INIT, DEPTH)
+PRESETS: dict[str, dict[str, float | int]] = {
+    "paper": {k.name: k.default for k in _TREE},
+    "embedded": {**{k.name: k.default for k in _TREE}, "N": 16},
+    "auto": {**{k.name: k.default for k in _TREE}, "N": 96, "auto": 1},
+}
+
+
+def preset_knobs(name: str) -> dict:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset '{name}' (choose from {', '.join(PRESETS)})")
+    return dict(PRESETS[name])
+
+
+def defaults(method: str) -> dict[str, Any]:
+    return {k.name: k.default for k in METHOD_KNOBS[method]}
+
+
+def resolve(method: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The method's knobs: its declared defaults overridden by the given values (each checked; `None` means
+    unset). Knobs of other methods are ignored, so one namespace of knobs can build any method."""
+    out = defaults(method)
+    for k in METHOD_KNOBS[method]:
+        if given.get(k.name) is not None:
+            out[k.name] = k.check(given[k.name])
+    return out
