@@ -7,8 +7,8 @@ A method spec may name its drafter after an @ and carry knobs after colons: `tal
 `chain@lookup:gamma=8`, `specbound:alpha=0` (no @: --drafter). Runs are interleaved
 prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall time over the
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
-the measured cost ratio c of one draft forward to one target forward (SpecBound counts δ in
-target-forward equivalents, so its c is 1).
+the measured cost ratio c of one draft forward to one target forward, read off the cost curves
+(core/cost_model.py, 256 cached tokens; SpecBound counts δ in target-forward equivalents, so its c is 1).
 """
 from __future__ import annotations
 
@@ -19,13 +19,11 @@ from dataclasses import asdict, dataclass
 import torch
 
 from cli.common import add_common_args, fail, method_knobs
-from core.cost_model import measure as measure_costs, median_ms
+from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.metrics import Totals, speedup
-from core.trace import ROOT
-from core.tree import DraftTree
 from core.methods import build_method
 from cli.peers import run_peer
 from core.prompts import read_prompts
@@ -53,35 +51,6 @@ def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict
         key = key.replace("-", "_")
         knobs[key] = int(value) if value.lstrip("-").isdigit() else value if key == "exit_layers" else float(value)
     return spec, name, drafter, knobs
-
-
-@torch.inference_mode()
-def measure_c(target, make: DrafterFactory, context: list[int]) -> float:
-    """Median time of the drafter expanding one node over a one-token target forward, at this context
-    (0 for a drafter that runs no model)."""
-    s = Session(target, build_method("chain", gamma=1), context, max_new_tokens=4, draft=make())
-    s.step()  # caches filled, as mid-generation
-    d = s.drafter
-    if not hasattr(d, "cache"):
-        return 0.0
-    d.begin(s.ids)
-    d.propose([ROOT], DraftTree())
-    tree = DraftTree()
-    tree.add(s.ids[-1], ROOT, 1.0, 1.0)
-    length = d.cache.length
-
-    def expand_one() -> None:
-        d.cache.length = length
-        d.slots = {}
-        d.propose([0], tree)
-
-    cache = target.new_cache(len(context) + 2)
-    target.forward(context, range(len(context)), cache)
-
-    def target_one() -> None:
-        cache.rollback(len(context))
-        target.forward(context[-1:], [len(context)], cache)
-    return median_ms(expand_one, 30) / median_ms(target_one, 30)
 
 
 def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str, DrafterFactory], sampling,
@@ -174,12 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     rows = {label: Row(label=label) for label, _, _, _ in all_specs}
-    for make in factories.values():  # first-call allocations (and `auto`'s cost curves) out of the way
+    c = {}
+    for d, make in factories.items():  # first-call allocations and the cost curves (c, `auto`) out of the way
         Session(target, build_method("talon"), prompts[0], sampling, 8, make()).generate()
-        if any(k.get("auto") for _, _, _, k in all_specs):
-            measure_costs(target, make(), use_disk=False)
-    context = target.tokenizer(prompts[0])["input_ids"]
-    c = {d: measure_c(target, make, context) for d, make in factories.items()}
+        c[d] = measure_costs(target, make(), use_disk=False).c
     for label, name, drafter, knobs in all_specs:
         needs = build_method(name, **knobs).needs_draft
         rows[label].c = c[drafter] if needs else 1.0 if name == "specbound" else 0.0

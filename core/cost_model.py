@@ -20,7 +20,7 @@ import torch
 from core.drafters import Drafter
 from core.model import CausalLM
 from core.trace import ROOT
-from core.tree import DraftTree
+from core.draft_tree import DraftTree
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)
@@ -44,6 +44,12 @@ class CostModel:
     def t_draft(self, width: float) -> float:
         """Milliseconds of one drafter forward over a frontier of `width` nodes (0 for a model-free drafter)."""
         return float(np.interp(width, self.draft_width, self.draft_ms)) if self.draft_width else 0.0
+
+    @property
+    def c(self) -> float:
+        """The papers' c: one drafter forward (one node) over one target forward (one token); 0 for a
+        drafter that runs no model."""
+        return self.t_draft(1) / self.t_verify(1) if self.draft_ms else 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,14 +85,14 @@ def _verify_curve(target: CausalLM, reps: int) -> list[float]:
 @torch.inference_mode()
 def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[int], list[float]]:
     """One drafter forward over `width` depth-0 siblings, after a root proposal over the context."""
-    from core.engine import Session
-    from core.methods import build_method
-    s = Session(target, build_method("talon", N=max(DRAFT_WIDTHS) + 1), list(range(10, 10 + CONTEXT)),
-                max_new_tokens=4, draft=drafter)  # its scratch leaves room for the widest frontier
-    s.step()  # caches (target states, drafter cache) as mid-generation
+    ids = list(range(10, 10 + CONTEXT))
+    room = CONTEXT + max(DRAFT_WIDTHS) + 8  # the widest frontier fits after the context
+    head = ids[:-1]  # prefilled as a session does: the last token is fed by the next step
+    feats = target.forward(head, range(len(head)), target.new_cache(room), taps=drafter.taps).taps
+    drafter.prefill(ids, feats, room)
     if not hasattr(drafter, "cache"):
         return [], []
-    drafter.begin(s.ids)
+    drafter.begin(ids)
     drafter.propose([ROOT], DraftTree())
     length = drafter.cache.length
     out = []
@@ -126,35 +132,3 @@ def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = 
         except OSError:
             pass  # a read-only home: the in-memory copy still serves this process
     return model
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Print this machine's cost curves: `python -m core.cost_model --drafter eagle3 [--device cuda]`."""
-    import argparse
-
-    from core.drafter_loading import DEFAULT_DRAFTER, drafter_factory
-    from core.drafters import DRAFTERS
-    from core.loading import DEFAULT_TARGET, load_model
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--model", default=DEFAULT_TARGET)
-    ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS)
-    ap.add_argument("--draft", default=None)
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--reps", type=int, default=9)
-    args = ap.parse_args(argv)
-    target = load_model(args.model, args.device)
-    cost = measure(target, drafter_factory(args.drafter, target, args.draft, args.device)(), args.reps, use_disk=False)
-    print(f"# {cost.key}, context {CONTEXT} tokens, median of {args.reps}")
-    print("| n new tokens | " + " | ".join(map(str, cost.verify_n)) + " |")
-    print("|---|" + "---|" * len(cost.verify_n))
-    print("| t_verify ms | " + " | ".join(f"{x:.1f}" for x in cost.verify_ms) + " |")
-    print("| ratio to n = 1 | " + " | ".join(f"{x / cost.verify_ms[0]:.2f}" for x in cost.verify_ms) + " |")
-    if cost.draft_width:
-        print()
-        print("| frontier width | " + " | ".join(map(str, cost.draft_width)) + " |")
-        print("|---|" + "---|" * len(cost.draft_width))
-        print("| t_draft ms | " + " | ".join(f"{x:.2f}" for x in cost.draft_ms) + " |")
-
-
-if __name__ == "__main__":
-    main()

@@ -13,7 +13,7 @@ transformers' CandidateGenerator but for trees:
   up to date with what was committed.
 
 `drop()` forgets every cache (the session rebuilds from its committed text on the next step).
-The tree policies (core/drafting.py) and the step loop (core/tree_method.py) know nothing else.
+The tree policies (core/tree_policies.py) and the step loop (core/tree_method.py) know nothing else.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import torch
 from core.kv_cache import KVCache
 from core.model import CausalLM
 from core.trace import ROOT
-from core.tree import DraftTree, path_to
+from core.draft_tree import DraftTree, path_to
 
 
 class Drafter(Protocol):

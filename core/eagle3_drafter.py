@@ -17,7 +17,7 @@ from core.eagle3 import EagleHead, feature_layers
 from core.kv_cache import KVCache
 from core.model import CausalLM, causal_mask
 from core.trace import ROOT
-from core.tree import DraftTree
+from core.draft_tree import DraftTree
 
 
 class EagleDrafter:

@@ -12,11 +12,11 @@ from core import knobs
 from core.auto_budget import AutoState
 from core.cost_model import measure
 from core.drafters import Drafter
-from core.drafting import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
+from core.tree_policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
 from core.sampling import draw, probs
 from core.trace import ROOT, DraftNode, StepTrace, TargetChoice, TreeStep
-from core.tree import DraftTree, tree_attention_mask, tree_positions
+from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.verify import TreeVerdict, verify_chain_sampling, verify_tree
 
 Policy = ChainPolicy | StaticPolicy | TalonPolicy

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extra=("$@")
-for d in eagle3 model; do python -m core.cost_model --drafter "$d" "${extra[@]:0:2}"; echo; done
+for d in eagle3 model; do python -m cli.cost_curve --drafter "$d" "${extra[@]:0:2}"; echo; done
 specs=ar
 for d in eagle3 model lookup; do
   for n in 8 16 32 60 96; do specs+=",talon@$d:N=$n"; done

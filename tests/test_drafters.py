@@ -63,7 +63,7 @@ def test_lookup_proposes_what_followed_the_longest_matching_suffix():
     d = LookupDrafter(vocab_size=10, max_ngram=2)
     d.prefill([], None, 0)
     d.begin([1, 2, 3, 1, 2, 4, 1, 2])
-    from core.tree import DraftTree
+    from core.draft_tree import DraftTree
     q = torch.softmax(d.propose([-1], DraftTree()), -1)[0]
     assert q[3] == pytest.approx(0.5) and q[4] == pytest.approx(0.5)  # "1 2" was followed by 3 and by 4
 

@@ -16,7 +16,7 @@ import torch
 
 from core import knobs
 from core.trace import ROOT, LevelTrace, PrunedCandidate
-from core.tree import DraftTree
+from core.draft_tree import DraftTree
 
 # frontier node ids ([ROOT] first) -> (F, V) q, or None when the drafter has no room left for them
 Expand = Callable[[list[int], DraftTree], "torch.Tensor | None"]

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from core.drafting import StaticPolicy, TalonPolicy
+from core.tree_policies import StaticPolicy, TalonPolicy
 from core.trace import ROOT
-from core.tree import DraftTree, path_to
+from core.draft_tree import DraftTree, path_to
 
 V = 8
 A, B, C, D, E, F, G = range(1, 8)
@@ -149,7 +149,7 @@ def test_static_K1_is_a_chain():
 
 
 def test_tree_mask_and_positions_from_parent_pointers():
-    from core.tree import ancestor_matrix, tree_attention_mask, tree_positions
+    from core.draft_tree import ancestor_matrix, tree_attention_mask, tree_positions
     parents = [ROOT, ROOT, 0, 2, 1]  # a, b, a→c, a→c→d, b→e
     anc = ancestor_matrix(parents)
     assert anc[3].tolist() == [True, False, True, True, False]
