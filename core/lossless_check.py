@@ -39,15 +39,38 @@ def compare(target: CausalLM, prompt_ids: list[int], ref: list[int], got: list[i
     (report.near_ties if gap <= EPS else report.failures).append(msg)
 
 
-def check_greedy_equivalence(target, draft, prompts, methods, max_new_tokens=32) -> Report:
+class ARReference:
+    """Greedy AR outputs, decoded once per (target, prompt) to the longest length asked for so far: a
+    shorter request is a prefix of a longer one (greedy AR's first n tokens do not depend on how many
+    follow), so every test of a session can share one decode per prompt."""
+
+    def __init__(self, headroom: int = 64) -> None:
+        self.headroom = headroom  # decode at least this many, so most later requests are prefixes
+        self._memo: dict[tuple[int, str], tuple[list[int], list[int], int]] = {}
+
+    def __call__(self, target: CausalLM, prompt: str | list[int], max_new_tokens: int) -> tuple[list[int], list[int]]:
+        """(prompt ids, the first max_new_tokens greedy AR tokens, fewer when AR stopped first)."""
+        from core.ar import ARMethod
+        key = (id(target), prompt if isinstance(prompt, str) else repr(prompt))
+        hit = self._memo.get(key)
+        if hit is None or (hit[2] < max_new_tokens and len(hit[1]) == hit[2]):  # too short and not stopped
+            n = max(max_new_tokens, self.headroom)
+            res = Session(target, ARMethod(), prompt, max_new_tokens=n).generate()
+            hit = self._memo[key] = (res.prompt_ids, res.output_ids, n)
+        ids, out, _ = hit
+        return ids, out[:max_new_tokens]
+
+
+def check_greedy_equivalence(target, draft, prompts, methods, max_new_tokens=32,
+                             reference: ARReference | None = None) -> Report:
     """Run AR and every method on every prompt (greedy) and compare token for token."""
-    from core.ar import ARMethod
+    reference = reference or ARReference(headroom=0)
     report = Report()
     for n, prompt in enumerate(prompts):
-        ar = Session(target, ARMethod(), prompt, max_new_tokens=max_new_tokens).generate()
+        prompt_ids, ar_ids = reference(target, prompt, max_new_tokens)
         for label, method in methods:
             got = Session(target, method, prompt, max_new_tokens=max_new_tokens, draft=draft).generate()
-            compare(target, ar.prompt_ids, ar.output_ids, got.output_ids, f"prompt {n} {label}", report)
+            compare(target, prompt_ids, ar_ids, got.output_ids, f"prompt {n} {label}", report)
     return report
 
 

@@ -220,3 +220,34 @@ def pooled_speedup(runs: list[tuple[list[int], list[float]]], bases: list[Baseli
                 break
             ar, ms, used = ar + base.ms_for(used, used + tau), ms + t, used + tau
     return ar / ms if ms > 0 else None
+
+
+@dataclass
+class DepthAcceptance:
+    """One depth of the drafted trees over a run: how often the accepted path got through it."""
+    depth: int  # 0 = the first drafted token
+    steps: int  # steps that drafted at least one node at this depth
+    accepted: int  # of those, steps whose accepted path reached this depth
+    score_sum: float  # Σ p(u) of the nodes at this depth: the drafter's own estimate of `accepted`
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / self.steps if self.steps else 0.0
+
+    @property
+    def predicted(self) -> float:
+        return self.score_sum / self.steps if self.steps else 0.0
+
+
+def acceptance_by_depth(traces: list[StepTrace]) -> list[DepthAcceptance]:
+    """Per depth, the share of steps whose accepted path got through it, beside Σp(u)'s prediction (a
+    calibrated drafter has the two equal; `auto` models the same numbers, core/auto_budget.py)."""
+    rows: dict[int, DepthAcceptance] = {}
+    for t in traces:
+        for node in t.nodes:
+            row = rows.setdefault(node.depth, DepthAcceptance(node.depth, 0, 0, 0.0))
+            row.score_sum += node.score
+        for d in {n.depth for n in t.nodes}:
+            rows[d].steps += 1
+            rows[d].accepted += t.accepted > d
+    return [rows[d] for d in sorted(rows)]

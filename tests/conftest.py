@@ -43,3 +43,9 @@ def draft():
 @pytest.fixture(scope="session")
 def heldout_prompts():
     return [r["prompt"] for r in read_prompts(ASSET_PROMPTS)]
+
+
+@pytest.fixture(scope="session")
+def ar_reference():
+    """Greedy AR outputs shared by every test of the run: one decode per (model, prompt)."""
+    return core.lossless_check.ARReference()

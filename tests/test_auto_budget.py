@@ -1,6 +1,5 @@
 """`auto` picks N per step from measured costs and the run's own acceptance: lossless, bounded steps,
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
-from core.ar import ARMethod
 from core.auto_budget import GRID, AutoState
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
@@ -54,12 +53,12 @@ def test_n_shrinks_when_deep_nodes_are_never_accepted_on_a_cpu_like_curve():
     assert state.N < 32
 
 
-def test_auto_is_lossless_and_records_its_choice(target, draft, heldout_prompts):
+def test_auto_is_lossless_and_records_its_choice(target, draft, heldout_prompts, ar_reference):
     for prompt in heldout_prompts[:3]:
-        ar = Session(target, ARMethod(), prompt, max_new_tokens=32).generate()
+        _, ar_ids = ar_reference(target, prompt, 32)
         for name in ("talon", "static"):
             for d in (ModelDrafter(draft), LookupDrafter(target.vocab_size)):
                 res = Session(target, build_method(name, N=64, auto=1), prompt, max_new_tokens=32, draft=d).generate()
-                assert res.output_ids == ar.output_ids, (name, d.name)
+                assert res.output_ids == ar_ids, (name, d.name)
                 assert all(t.auto is not None and 1 <= t.auto.N <= 64 and t.auto.reason for t in res.traces)
                 assert all(len(t.nodes) <= t.auto.N for t in res.traces)

@@ -3,11 +3,11 @@ from core.methods import build_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
 
 
-def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompts):
+def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
     assert len(prompts) >= 20
     methods = [(f"chain γ={g}", build_method("chain", gamma=g)) for g in (1, 3, 6)]
-    report = check_greedy_equivalence(target, draft, prompts, methods)
+    report = check_greedy_equivalence(target, draft, prompts, methods, reference=ar_reference)
     assert report.compared == 60
     assert_equivalent(report)
 

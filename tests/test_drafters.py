@@ -69,13 +69,14 @@ def test_lookup_proposes_what_followed_the_longest_matching_suffix():
 
 
 @pytest.mark.parametrize("drafter", ["lookup", "model"])
-def test_greedy_methods_equal_ar_on_every_drafter_of_the_embedded_pair(target, draft, heldout_prompts, drafter):
+def test_greedy_methods_equal_ar_on_every_drafter_of_the_embedded_pair(target, draft, heldout_prompts, drafter,
+                                                                        ar_reference):
     for prompt in heldout_prompts[:6]:
-        ar = Session(target, ARMethod(), prompt, max_new_tokens=24).generate()
+        _, ar_ids = ar_reference(target, prompt, 24)
         for label, name, knobs in TREES:
             d = ModelDrafter(draft) if drafter == "model" else LookupDrafter(target.vocab_size)
             got = Session(target, build_method(name, **knobs), prompt, max_new_tokens=24, draft=d).generate()
-            assert got.output_ids == ar.output_ids, f"{drafter} {label}"
+            assert got.output_ids == ar_ids, f"{drafter} {label}"
 
 
 V = 10

@@ -170,7 +170,7 @@ def test_greedy_equivalence_other_families(family):
     assert_equivalent(check_greedy_equivalence(lm, None, prompts, methods, max_new_tokens=24))
 
 
-def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts):
+def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
     assert len(prompts) >= 20
     methods = [
@@ -178,7 +178,8 @@ def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts):
         ("α=0 τ=0.2 d=6 w=4", build_specbound_method(alpha=0.0, tau_exit=0.2, d_max=6, w_max=4, min_exit_layer=1)),
         ("α=1 τ=0.3 d=L w=∞", build_specbound_method(alpha=1.0, tau_exit=0.3, d_max=99, w_max=0, min_exit_layer=2)),
     ]
-    report = check_greedy_equivalence(target, None, prompts, methods, max_new_tokens=16)
+    report = check_greedy_equivalence(target, None, prompts, methods, max_new_tokens=16,
+                                      reference=ar_reference)
     assert report.compared == 60
     assert_equivalent(report)
 

@@ -3,7 +3,7 @@ import torch
 
 from core.engine import Session
 from core.methods import build_method
-from tests.equivalence import assert_equivalent, check_greedy_equivalence
+from core.lossless_check import assert_equivalent, check_greedy_equivalence
 from tests.tiny_models import tiny_lm
 
 CONFIGS = [
@@ -15,9 +15,9 @@ CONFIGS = [
 ]
 
 
-def test_greedy_trees_equal_ar_on_heldout_prompts(target, draft, heldout_prompts):
+def test_greedy_trees_equal_ar_on_heldout_prompts(target, draft, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
-    report = check_greedy_equivalence(target, draft, prompts, CONFIGS)
+    report = check_greedy_equivalence(target, draft, prompts, CONFIGS, reference=ar_reference)
     assert report.compared == 20 * len(CONFIGS)
     assert_equivalent(report)
 

@@ -264,3 +264,13 @@ def test_trace_json_round_trip(make):
     t = make()
     back = StepTrace.from_dict(json.loads(json.dumps(t.to_dict())))
     assert back == t and back.budget() == t.budget()
+
+
+def test_acceptance_by_depth_counts_steps_through_each_depth():
+    from core.metrics import acceptance_by_depth
+    from viz.outcome_figs import depth_acceptance_bars
+    rows = acceptance_by_depth([talon_example(), chain_of(3)])
+    assert [(r.depth, r.steps, r.accepted) for r in rows] == [(0, 2, 2), (1, 2, 1), (2, 1, 1)]
+    fig = depth_acceptance_bars(rows)
+    assert list(fig.data[0].y) == [1.0, 0.5, 1.0] and list(fig.data[0].x) == [1, 2, 3]
+    assert depth_acceptance_bars([]).layout.annotations[0].text.startswith("Press Step")

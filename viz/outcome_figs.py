@@ -1,12 +1,13 @@
 """Outcome plots shared by every view: τ and δ per step, the (δ, τ) scatter against the Oracle line
-τ = δ, the Compare bars and the Tune heatmaps."""
+τ = δ, acceptance by depth, the Compare bars and the Tune heatmaps."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.metrics import DepthAcceptance
 from core.trace import StepTrace
-from viz.palette import FONT, METHOD_COLORS
+from viz.palette import FONT, METHOD_COLORS, STATUS_COLORS
 
 
 def _base(height: int, title: str) -> go.Figure:
@@ -75,4 +76,26 @@ def sweep_heatmap(xs: list, ys: list, z: list[list[float | None]], title: str, x
                              texttemplate="%{text}", colorscale="Viridis", hoverinfo="z"))
     fig.update_xaxes(title=xlabel, type="category")
     fig.update_yaxes(title=ylabel, type="category")
+    return fig
+
+
+def depth_acceptance_bars(rows: list[DepthAcceptance], height: int = 260) -> go.Figure:
+    """Per tree depth: the share of steps whose accepted path got through it, beside Σp(u), the drafter's
+    own estimate — where the two part, the drafter is over- (or under-) confident at that depth."""
+    fig = _base(height, "Acceptance by depth (this run)")
+    if not rows:
+        fig.add_annotation(text="Press Step to draft a tree", showarrow=False, xref="paper", yref="paper",
+                           x=0.5, y=0.5, font=dict(color="#777"))
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return fig
+    xs = [r.depth + 1 for r in rows]
+    hover = [f"depth {r.depth + 1}: {r.accepted} of {r.steps} steps got through" for r in rows]
+    fig.add_trace(go.Bar(x=xs, y=[r.rate for r in rows], name="accepted (share of steps)",
+                         marker_color=STATUS_COLORS["accepted"], hovertext=hover, hoverinfo="text+y"))
+    fig.add_trace(go.Bar(x=xs, y=[r.predicted for r in rows], name="Σp(u) at this depth (drafter's estimate)",
+                         marker_color="#bdbdbd"))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title="depth", dtick=1)
+    fig.update_yaxes(title="per step", rangemode="tozero")
     return fig
