@@ -1,3 +1,4 @@
+import pytest
 """`auto` picks N per step from measured costs and the run's own acceptance: lossless, bounded steps,
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
 from core.auto_budget import GRID, AutoState
@@ -53,6 +54,7 @@ def test_n_shrinks_when_deep_nodes_are_never_accepted_on_a_cpu_like_curve():
     assert state.N < 32
 
 
+@pytest.mark.slow
 def test_auto_is_lossless_and_records_its_choice(target, draft, heldout_prompts, ar_reference):
     for prompt in heldout_prompts[:3]:
         _, ar_ids = ar_reference(target, prompt, 32)

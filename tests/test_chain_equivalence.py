@@ -1,8 +1,10 @@
+import pytest
 """Greedy chain speculative decoding reproduces greedy AR decoding token for token."""
 from core.methods import build_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
 
 
+@pytest.mark.slow
 def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
     assert len(prompts) >= 20

@@ -89,6 +89,7 @@ def test_bad_input_exits_2_with_one_line(case, expect, tmp_path, prompts, capsys
     assert len(err.strip().splitlines()) == 1 and expect in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["cli.generate", "core.generate"])  # core.generate: the documented name
 def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path, module):
     proc = subprocess.run([sys.executable, "-m", module, "--method", "chain", "--prompts",
@@ -97,6 +98,7 @@ def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path, module):
     assert proc.stderr.strip().splitlines() == [f"error: prompts file not found: {tmp_path / 'missing.jsonl'}"]
 
 
+@pytest.mark.slow
 def test_core_generate_keeps_its_output_contract(prompts):
     """`python -m core.generate` (the name scripts use) still prints one JSON line per prompt."""
     proc = subprocess.run([sys.executable, "-m", "core.generate", "--method", "ar", "--prompts", str(prompts),

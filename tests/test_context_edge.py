@@ -10,6 +10,9 @@ from core.methods import build_method
 METHODS = [("chain", {}), ("static", dict(N=60, K=10, depth=8)), ("talon", dict(N=60, K=10, mu=0.03))]
 
 
+pytestmark = pytest.mark.slow  # long prompts to the context's edge, every method × drafter
+
+
 @pytest.fixture(scope="module")
 def long_ids(target):
     from cli.corpus import source_files, split

@@ -68,6 +68,7 @@ def test_lookup_proposes_what_followed_the_longest_matching_suffix():
     assert q[3] == pytest.approx(0.5) and q[4] == pytest.approx(0.5)  # "1 2" was followed by 3 and by 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("drafter", ["lookup", "model"])
 def test_greedy_methods_equal_ar_on_every_drafter_of_the_embedded_pair(target, draft, heldout_prompts, drafter,
                                                                         ar_reference):
@@ -119,6 +120,7 @@ def sampling_setup(tmp_path, drafter):
 
 @pytest.mark.parametrize("drafter,method", [("eagle3", "talon"), ("eagle3", "chain"), ("lookup", "talon"),
                                             ("lookup", "chain")])
+@pytest.mark.slow
 def test_sampling_on_new_drafters_reproduces_the_target_joint(tmp_path, drafter, method):
     target, make = sampling_setup(tmp_path, drafter)
     counts = sampled_joint(target, make, method, 2000)
@@ -142,6 +144,7 @@ BROKEN = {"talon": ("verify_tree", drafted_first),  # a lossy tree walk
           "chain": ("verify_chain_sampling", broken_verify)}  # a chain without the residual
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["talon", "chain"])
 @pytest.mark.parametrize("drafter", ["eagle3", "lookup"])
 def test_the_same_check_rejects_a_broken_verifier_on_new_drafters(tmp_path, monkeypatch, drafter, method):

@@ -87,6 +87,7 @@ def exact_first_token(target, cfg: SamplingConfig) -> np.ndarray:
     return probs(logits, cfg).numpy()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cfg", [SamplingConfig(1.0, 1.0), SamplingConfig(0.7, 0.9)])
 def test_chain_sampling_end_to_end_matches_target(cfg):
     target, draft = tiny_lm("llama", seed=0), tiny_lm("llama", seed=7, num_hidden_layers=1)
@@ -94,6 +95,7 @@ def test_chain_sampling_end_to_end_matches_target(cfg):
     assert chi2_pvalue(counts, exact_first_token(target, cfg)) > P_OK
 
 
+@pytest.mark.slow
 def test_end_to_end_check_rejects_the_broken_sampler(monkeypatch):
     monkeypatch.setattr(core.tree_method, "verify_chain_sampling", broken_verify)
     cfg = SamplingConfig(1.0, 1.0)

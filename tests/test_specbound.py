@@ -170,6 +170,7 @@ def test_greedy_equivalence_other_families(family):
     assert_equivalent(check_greedy_equivalence(lm, None, prompts, methods, max_new_tokens=24))
 
 
+@pytest.mark.slow
 def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
     assert len(prompts) >= 20

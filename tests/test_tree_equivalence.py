@@ -1,3 +1,4 @@
+import pytest
 """Greedy static and TALON trees reproduce greedy AR output; tree steps leave exact caches behind."""
 import torch
 
@@ -15,6 +16,7 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.slow
 def test_greedy_trees_equal_ar_on_heldout_prompts(target, draft, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
     report = check_greedy_equivalence(target, draft, prompts, CONFIGS, reference=ar_reference)

@@ -1,3 +1,4 @@
+import pytest
 """Tree sampling is lossless: the first two committed tokens follow p(x1)·p(x2 | x1) exactly,
 and the same check rejects a lossy 'typical acceptance' shortcut."""
 import numpy as np
@@ -55,12 +56,14 @@ def typical_acceptance(children, logits, p, greedy, gen):
         at = kids[x]
 
 
+@pytest.mark.slow
 def test_tree_sampling_reproduces_the_target_joint():
     target, draft = models()
     cfg = SamplingConfig(1.0, 0.95)
     assert chi2_pvalue(sampled_joint(target, draft, cfg, 2500).ravel(), exact_joint(target, cfg).ravel()) > P_OK
 
 
+@pytest.mark.slow
 def test_the_check_rejects_a_lossy_acceptance_rule(monkeypatch):
     monkeypatch.setattr(core.tree_method, "verify_tree", typical_acceptance)
     target, draft = models()
