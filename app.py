@@ -99,16 +99,18 @@ def speed_timer() -> tuple:
 
 
 def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list, extras: dict, fns: tuple,
-                  view) -> None:
+                  view, text) -> None:
     """Step / Play / Reset / replay of a stepping tab. `outputs[0]` is the session state, `extras` the slower
-    figures drawn after each step, `view` a display toggle that redraws the shown step from stored traces."""
+    figures drawn after each step, `view` a display toggle that redraws the shown step from stored traces,
+    `text` the generated text that Play streams token by token."""
     step_fn, reset_fn, replay_fn = fns
     step, play, reset, speed, timer = buttons
     state = outputs[0]
     after = dict(extras, api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
     step.click(step_fn, inputs, outputs, api_name=f"{name}_step", concurrency_id=ENGINE).success(**after)
-    timer.tick(tick(step_fn, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
-               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**after)
+    timer.tick(tick(step_fn, len(outputs), outputs.index(text)), inputs, outputs + [timer, play],
+               api_visibility="private", concurrency_id=ENGINE, trigger_mode="once",
+               show_progress="hidden").then(**after)
     play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
     speed.change(set_speed, [speed], [timer], api_visibility="private")
     reset.click(reset_fn, [state, view], outputs + [timer, play], api_name=f"{name}_reset")
@@ -155,7 +157,7 @@ def talon_tab(models: list) -> tuple[dict, gr.State]:
     outputs = [state, tree, static, budget, levels, *outs, replay, trace]
     extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]])
     wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
-                  fns=(talon_step, reset_tree, talon_replay), view=show_pruned)
+                  fns=(talon_step, reset_tree, talon_replay), view=show_pruned, text=outs[0])
     preset.change(apply_preset, [preset], knobs + [auto], api_visibility="private")
     return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state  # load: the start-up preview
 
@@ -187,7 +189,7 @@ def specbound_tab(models: list) -> dict:
     outputs = [state, heatmap, bars, why, *outs, replay, trace]
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
-                  fns=(specbound_step, reset_exit, specbound_replay), view=annealed)
+                  fns=(specbound_step, reset_exit, specbound_replay), view=annealed, text=outs[0])
     return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:])
 
 

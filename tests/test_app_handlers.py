@@ -2,6 +2,7 @@
 that must give a clear message and keep the session usable, export, the model box, Compare and Tune."""
 import json
 import re
+from html import unescape
 
 import gradio as gr
 import pytest
@@ -91,20 +92,50 @@ def test_finished_run_warns_instead_of_failing():
     assert out[0] is run and len(run.traces) == n
 
 
-def test_play_ticks_until_done_then_stops_the_timer():
+def play(on_tick, args: tuple, ticks: int = 40) -> tuple:
+    """Tick like the page's timer until playing stops; returns (run, every update yielded, in order)."""
+    run, updates = None, []
+    for _ in range(ticks):
+        for update in on_tick(run, *args):
+            updates.append(update)
+            if update[0] is not None and not isinstance(update[0], dict):  # gr.skip() is a dict
+                run = update[0]
+        if isinstance(updates[-1][-2], gr.Timer):
+            break
+    return run, updates
+
+
+def plain(html: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", "", html.split('<div class="ss-legend">')[0]))
+
+
+def test_play_ticks_until_done_then_stops_the_timer(monkeypatch):
+    monkeypatch.setattr(h, "REVEAL_S", 0.0)
     timer, button = h.toggle_play(h.PLAY, 0.5)
     assert timer.active and button.value == h.PAUSE
-    on_tick = h.tick(h.talon_step, 11)
+    on_tick = h.tick(h.talon_step, 11, 5)
     args = (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 3)
-    run, last = None, None
-    for _ in range(6):
-        last = on_tick(run, *args)
-        run = last[0] if last[0] is not None and not isinstance(last[0], dict) else run
-        if isinstance(last[-2], gr.Timer):
-            break
-    assert run.done and last[-2].active is False and last[-1].value == h.PLAY
-    bad = on_tick(None, "", *args[1:])  # an error stops playing instead of repeating
-    assert bad[-2].active is False
+    run, updates = play(on_tick, args, 6)
+    assert run.done and updates[-1][-2].active is False and updates[-1][-1].value == h.PLAY
+    bad = list(on_tick(None, "", *args[1:]))  # an error stops playing instead of repeating
+    assert len(bad) == 1 and bad[0][-2].active is False
+
+
+def test_play_streams_the_text_token_by_token_and_ends_at_ar_greedy(monkeypatch):
+    from core.ar import ARMethod
+    from core.engine import Session
+    from ui.models import get_models
+    monkeypatch.setattr(h, "REVEAL_S", 0.0)
+    run, updates = play(h.tick(h.talon_step, 11, 5), (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 24))
+    texts = [plain(u[5]) for u in updates if isinstance(u[5], str)]
+    assert run.done and len(texts) > len(run.traces) >= 2  # more updates than steps: tokens stream within a step
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))  # each shown text extends the one before
+    assert [len(b) > len(a) for a, b in zip(texts, texts[1:])].count(False) == 0  # one more token each time
+    target = get_models("embedded", "embedded", needs_draft=False)[0]
+    ar = Session(target, ARMethod(), PROMPT, max_new_tokens=24).generate()
+    assert run.session.output_ids == ar.output_ids  # greedy: exactly AR's tokens
+    assert texts[-1] == run.prompt_text() + "".join(t for s in run.traces for t in s.committed_texts)
+    assert texts[-1].endswith(target.tokenizer.decode(ar.output_ids))
 
 
 def test_reset_forgets_the_run():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 
 import gradio as gr
 
@@ -14,7 +15,7 @@ from ui.models import DEFAULT_DRAFTER
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
 from ui.preview import specbound_preview, talon_preview
-from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
+from ui.views import ExitView, TreeView, clamp, exit_view, streamed_texts, tree_view
 from viz.html import stats_html
 
 log = logging.getLogger("specscope")
@@ -194,16 +195,38 @@ def set_speed(speed: float) -> dict:
     return gr.Timer(value=float(speed))
 
 
-def tick(step_fn, outputs_len: int):
-    """A timer tick steps like the Step button, and stops playing when the run ends or fails."""
+REVEAL_S = 0.5  # Play spends at most this long revealing one step's tokens, one at a time
+
+
+def tick(step_fn, outputs_len: int, text_at: int):
+    """A timer tick steps like the Step button, then streams the step's committed tokens into the text
+    (output `text_at`) one at a time; it stops playing when the run ends or fails. A generator: the first
+    update carries the new state, so the session is kept whatever happens to the later ones."""
+    stop = (gr.Timer(active=False), gr.Button(value=PLAY))
+
     def on_tick(run, *args):
+        before = len(run.traces) if run is not None else 0
         try:
             out = step_fn(run, *args)
         except gr.Error as exc:
             gr.Warning(str(exc.message))
-            return (gr.skip(),) * outputs_len + (gr.Timer(active=False), gr.Button(value=PLAY))
-        finished = out[0] is not None and out[0].done
-        return out + ((gr.Timer(active=False), gr.Button(value=PLAY)) if finished else (gr.skip(), gr.skip()))
+            yield (gr.skip(),) * outputs_len + stop
+            return
+        new = out[0]
+        tail = stop if new is not None and new.done else (gr.skip(), gr.skip())
+        stepped = new is not None and (new is not run or len(new.traces) > before)
+        frames = streamed_texts(new) if stepped else []
+        if not frames:
+            yield tuple(out) + tail
+            return
+        pause = REVEAL_S / (len(frames) + 1)
+        yield tuple(out[:text_at]) + (frames[0],) + tuple(out[text_at + 1:]) + (gr.skip(), gr.skip())
+        only_text = [gr.skip()] * outputs_len
+        for html in frames[1:] + [out[text_at]]:
+            time.sleep(pause)
+            only_text[text_at] = html
+            yield tuple(only_text) + (gr.skip(), gr.skip())
+        yield (gr.skip(),) * outputs_len + tail
     on_tick.__name__ = f"{step_fn.__name__}_tick"
     return on_tick
 

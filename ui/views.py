@@ -60,6 +60,15 @@ def outcomes(run: Run | None, index: int | None) -> Outcomes:
                     oracle_scatter(series), stats_html(run.stats()))
 
 
+def streamed_texts(run: Run) -> list[str]:
+    """The text with the latest step's committed tokens revealed one more at a time (1 … τ-1; the full
+    text is the step's own output): Play streams each step's tokens as they commit."""
+    if run is None or not run.traces:
+        return []
+    last = run.traces[-1]
+    return [text_html(run.prompt_text(), run.traces, None, k) for k in range(1, len(last.committed_texts))]
+
+
 def on(trace) -> str:
     """Which drafter proposed the tree, for the figure titles."""
     return f" on {trace.drafter}" if trace.drafter else ""
