@@ -19,6 +19,7 @@ from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import DEFAULT_DRAFTER, model_box_info
 from ui.preview import PREVIEW
+from ui.share import apply_link, specbound_link, talon_link
 from ui.tab_handlers import COMPARE_HEADERS, cost_curve, load_models, run_compare, run_sweep, sweep_defaults
 from ui.tune import SWEEPS, symbol
 
@@ -118,6 +119,20 @@ def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list
     view.change(replay_fn, [state, replay, view], outputs[1:], api_visibility="private")
 
 
+COPY_JS = ("(q) => { const u = location.origin + location.pathname + q; "
+           "try { navigator.clipboard.writeText(u).catch(() => {}); } catch (e) {} return u; }")
+
+
+def share_row(prefix: str, fields: list, fn) -> None:
+    """Copy link: the view's prompt and knobs as query parameters (ui/share.py); the browser adds its own
+    address, so the link is right behind a proxy too, and copies it where the clipboard is allowed."""
+    with gr.Row(equal_height=True):
+        btn = gr.Button("Copy link to these settings", size="sm", elem_id=f"{prefix}-share", min_width=140)
+        link = gr.Textbox(show_label=False, placeholder="a link that opens the page with this prompt and these knobs",
+                          buttons=["copy"], interactive=False, elem_id=f"{prefix}-link", scale=4)
+    btn.click(fn, fields, [link], api_name=f"{prefix}_link").then(None, [link], [link], js=COPY_JS)
+
+
 def export_block(state, api_name: str) -> None:
     with gr.Accordion("Export the run's traces", open=False):
         btn = gr.Button("Export trace JSON")
@@ -148,6 +163,8 @@ def talon_tab(models: list) -> tuple[dict, gr.State]:
             with_static = gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)")
             auto = gr.Checkbox(False, label="auto: choose N per step for this machine (N above is the cap)",
                                elem_id="talon-auto")
+        link_fields = [prompt, *knobs, *sampling, drafter, auto]  # ui.share.FIELDS["talon"] order
+        share_row("talon", link_fields, talon_link)
     outs = outcomes_block(state, "talon")
     trace = gr.JSON(label="this step's trace", open=False)
     export_block(state, "export_talon")
@@ -159,10 +176,10 @@ def talon_tab(models: list) -> tuple[dict, gr.State]:
     wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(talon_step, reset_tree, talon_replay), view=show_pruned, text=outs[0])
     preset.change(apply_preset, [preset], knobs + [auto], api_visibility="private")
-    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state  # load: the start-up preview
+    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state, link_fields  # load: preview
 
 
-def specbound_tab(models: list) -> dict:
+def specbound_tab(models: list) -> tuple[dict, list]:
     state = run_state()
     prompt, step, play, reset = prompt_row("specbound")
     heatmap = gr.Plot(show_label=False, elem_id="specbound-heatmap")
@@ -180,6 +197,8 @@ def specbound_tab(models: list) -> dict:
         with gr.Row():
             annealed = gr.Radio([("annealed", True), ("raw", False)], value=True, label="confidence shown")
             speed, timer = speed_timer()
+        link_fields = [prompt, *knobs, *sampling, exit_layers]  # ui.share.FIELDS["specbound"] order
+        share_row("specbound", link_fields, specbound_link)
     outs = outcomes_block(state, "specbound")
     trace = gr.JSON(label="this step's trace", open=False)
     export_block(state, "export_specbound")
@@ -190,7 +209,7 @@ def specbound_tab(models: list) -> dict:
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(specbound_step, reset_exit, specbound_replay), view=annealed, text=outs[0])
-    return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:])
+    return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:]), link_fields
 
 
 def compare_tab(models: list) -> None:
@@ -243,6 +262,7 @@ def build_demo() -> gr.Blocks:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline by default: no pings from the server
     with gr.Blocks(title="SpecScope", delete_cache=(600, 3600)) as demo:  # Gradio's copies of exports: 1 h
         gr.Markdown("# SpecScope\n" + learn.INTRO)
+        link_msg = gr.HTML(elem_id="share-msg", min_height=0)
         with gr.Accordion("Model", open=False):
             with gr.Row():
                 target = gr.Textbox("embedded", label="target model", info=model_box_info())
@@ -251,18 +271,21 @@ def build_demo() -> gr.Blocks:
             msg = gr.Markdown()
             load.click(load_models, [target, draft], [msg], api_visibility="private", concurrency_id=ENGINE)
         models = [target, draft]
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("TALON", id="talon"):
-                talon_load_, talon_state = talon_tab(models)
+                talon_load_, talon_state, talon_fields = talon_tab(models)
                 loads = [talon_load_]
             with gr.Tab("SpecBound", id="specbound"):
-                loads.append(specbound_tab(models))
+                specbound_load_, specbound_fields = specbound_tab(models)
+                loads.append(specbound_load_)
             with gr.Tab("Compare", id="compare"):
                 compare_tab(models)
             with gr.Tab("Tune", id="tune"):
                 tune_tab(models, talon_state)
         for load in loads:  # waits for the start-up step, outside the engine's queue slots
             demo.load(**load, api_visibility="private", show_progress="hidden", concurrency_limit=None)
+        demo.load(apply_link, None, [tabs, link_msg, *talon_fields, *specbound_fields], api_visibility="private",
+                  show_progress="hidden", concurrency_limit=None)  # a shared link fills the knobs
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
 

@@ -273,3 +273,50 @@ def test_specbound_exit_layers_knob_shows_the_checked_layers_and_their_cost():
     assert "Exit checks at layers 2, 4" in why and "layer equivalents" in why
     with pytest.raises(gr.Error, match="exit-layers"):
         h.specbound_step(run, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "two")
+
+
+def link_params(url: str) -> dict:
+    from urllib.parse import parse_qsl, urlsplit
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def opened(fields: list[str], updates) -> list:
+    """What the page shows after a link's load: the link's values, defaults where it left a field alone."""
+    from ui.share import KNOBS
+    defaults = {"prompt": default_prompt(), "drafter": DEFAULT_DRAFTER, "auto": False, "exit_layers": "",
+                **{n: k.default for n, k in KNOBS.items()}}
+    return [defaults[f] if isinstance(u, dict) else u for f, u in zip(fields, updates)]
+
+
+def test_share_link_round_trip_fills_the_same_knobs():
+    from ui.share import FIELDS, apply_link, specbound_link, talon_link
+    n_talon = len(FIELDS["talon"])
+    talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.7, 3, 24, "lookup", True]
+    query = talon_link(*talon)
+    assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query
+    assert "max_new" not in query and "new=24" in query  # short names
+    out = apply_link(gr.Request(query_params=link_params("http://host/" + query)))
+    assert out[0].selected == "talon" and "Opened a shared link" in out[1]
+    assert list(out[2:2 + n_talon]) == talon
+    assert all(isinstance(v, dict) for v in out[2 + n_talon:])  # SpecBound's fields left alone
+    sb = ["import os", 2.0, 0.75, 8, 3, 0.0, 0, 64, "2,4"]
+    query = specbound_link(*sb)
+    assert "temp" not in query and "seed" not in query  # values at their defaults stay out of the link
+    out = apply_link(gr.Request(query_params=link_params(query)))
+    assert out[0].selected == "specbound" and opened(FIELDS["specbound"], out[2 + n_talon:]) == sb
+    defaults = opened(FIELDS["specbound"], [{}] * len(FIELDS["specbound"]))
+    assert specbound_link(*defaults) == "?tab=specbound"
+
+
+def test_share_link_clamps_and_ignores_with_a_visible_message():
+    from ui.share import apply_link
+    out = apply_link(gr.Request(query_params={"N": "500", "mu": "abc", "zoom": "2", "tab": "nope",
+                                              "drafter": "oracle", "__theme": "dark"}))
+    msg = out[1]
+    assert "N (node budget) must be between 1 and 128: 500 is used as 128" in msg
+    assert "not a number" in msg and "unknown parameter &#x27;zoom&#x27;" in msg and "tab=" in msg
+    assert "drafter=" in msg and "__theme" not in msg
+    assert out[0] == gr.skip() or isinstance(out[0], dict)  # no valid tab: stays where it is
+    assert out[3] == 128  # N, clamped
+    nothing = apply_link(gr.Request(query_params={}))
+    assert nothing[1] == "" and all(isinstance(v, dict) for v in nothing[2:])
