@@ -13,8 +13,8 @@ import gradio as gr
 from ui import learn
 from ui.examples import default_prompt, example_prompts
 from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit, reset_tree, set_speed,
-                         specbound_extras, specbound_load, specbound_replay, specbound_step, talon_extras, talon_load,
-                         talon_replay, talon_step, tick, toggle_play)
+                         specbound_extras, specbound_import, specbound_load, specbound_replay, specbound_step,
+                         talon_extras, talon_import, talon_load, talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import DEFAULT_DRAFTER, model_box_info
@@ -133,12 +133,18 @@ def share_row(prefix: str, fields: list, fn) -> None:
     btn.click(fn, fields, [link], api_name=f"{prefix}_link").then(None, [link], [link], js=COPY_JS)
 
 
-def export_block(state, api_name: str) -> None:
-    with gr.Accordion("Export the run's traces", open=False):
-        btn = gr.Button("Export trace JSON")
-        file = gr.File(label="trace JSON")
+def export_block(state, api_name: str, prefix: str) -> gr.File:
+    """Export the run as JSON; returns the upload box that imports such a file (wired by the tab)."""
+    with gr.Accordion("Export or import a run's traces", open=False):
+        with gr.Row():
+            with gr.Column():
+                btn = gr.Button("Export trace JSON")
+                file = gr.File(label="trace JSON")
+            upload = gr.File(label="Import a trace JSON to replay it (shown as imported, not a live run)",
+                             file_types=[".json"], elem_id=f"{prefix}-import")
         data = gr.JSON(label="traces", open=False)
     btn.click(export_trace, [state], [file, data], api_name=api_name)
+    return upload
 
 
 def talon_tab(models: list) -> tuple[dict, gr.State]:
@@ -167,7 +173,7 @@ def talon_tab(models: list) -> tuple[dict, gr.State]:
         share_row("talon", link_fields, talon_link)
     outs = outcomes_block(state, "talon")
     trace = gr.JSON(label="this step's trace", open=False)
-    export_block(state, "export_talon")
+    upload = export_block(state, "export_talon", "talon")
     with gr.Accordion("Learn: steps, trees, the gate, drafters and hardware", open=False):
         gr.Markdown("\n\n".join([learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS]))
     inputs = [state, prompt, *knobs, *sampling, *models, show_pruned, drafter, auto]
@@ -176,6 +182,7 @@ def talon_tab(models: list) -> tuple[dict, gr.State]:
     wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(talon_step, reset_tree, talon_replay), view=show_pruned, text=outs[0])
     preset.change(apply_preset, [preset], knobs + [auto], api_visibility="private")
+    upload.upload(talon_import, [state, upload, show_pruned], outputs + [timer, play], api_name="talon_import")
     return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state, link_fields  # load: preview
 
 
@@ -201,7 +208,7 @@ def specbound_tab(models: list) -> tuple[dict, list]:
         share_row("specbound", link_fields, specbound_link)
     outs = outcomes_block(state, "specbound")
     trace = gr.JSON(label="this step's trace", open=False)
-    export_block(state, "export_specbound")
+    upload = export_block(state, "export_specbound", "specbound")
     with gr.Accordion("Learn: ACT and BSCS", open=False):
         gr.Markdown("\n\n".join([learn.STEP, learn.ACT, learn.BSCS, learn.KEYS]))
     inputs = [state, prompt, *knobs, *sampling, models[0], annealed, exit_layers]
@@ -209,6 +216,7 @@ def specbound_tab(models: list) -> tuple[dict, list]:
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(specbound_step, reset_exit, specbound_replay), view=annealed, text=outs[0])
+    upload.upload(specbound_import, [state, upload, annealed], outputs + [timer, play], api_name="specbound_import")
     return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:]), link_fields
 
 

@@ -320,3 +320,57 @@ def test_share_link_clamps_and_ignores_with_a_visible_message():
     assert out[3] == 128  # N, clamped
     nothing = apply_link(gr.Request(query_params={}))
     assert nothing[1] == "" and all(isinstance(v, dict) for v in nothing[2:])
+
+
+def test_import_of_an_exported_trace_replays_the_same_steps():
+    run = None
+    for _ in range(3):
+        run = step(run)[0]
+    h.talon_extras(run)  # a static shadow for the latest step travels in the export too
+    path, data = h.export_trace(run)
+    out = h.talon_import(run, path)
+    imported = out[0]
+    assert imported is not run and imported.live is run and "imported trace" in out[1].layout.title.text
+    assert "Imported trace" in out[8] and out[-2].active is False  # labelled, and Play stops
+    for i in range(3):
+        shown = h.talon_replay(imported, i + 1)
+        assert json.loads(json.dumps(shown[-1])) == data["steps"][i]  # the same step, as exported
+        assert n_nodes(shown[0]) == len(run.traces[i].nodes)
+    assert h.talon_replay(imported, 3)[1].layout.title.text.startswith("STATIC")  # its static shadow
+    assert h.export_trace(imported)[1] == data  # re-exported unchanged
+    with pytest.raises(gr.Error, match="timed elsewhere"):
+        h.remeasure(imported)
+    n = len(run.traces)
+    back = step(imported, max_new_tokens=24)[0]  # other settings: a fresh run, no longer the imported one
+    assert back is not imported and back is not run and len(back.traces) == 1
+    assert step(h.talon_import(run, path)[0])[0] is run  # same settings: the live run it kept goes on
+    assert len(run.traces) == n + (0 if run.done else 1)
+    sb_run = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8)[0]
+    sb = h.specbound_import(None, h.export_trace(sb_run)[0])
+    assert sb[0].live is None and "imported trace" in sb[1].layout.title.text
+
+
+def test_import_of_a_bad_file_says_why_in_one_line(tmp_path, monkeypatch):
+    run = step(None)[0]
+    good = json.loads(open(h.export_trace(run)[0], encoding="utf-8").read())
+    cases = {
+        "notjson.json": ("{not json", "not JSON"),
+        "binary.json": (b"\xff\xfe\x00garbage", "not text"),
+        "list.json": ("[1, 2, 3]", "needs a config and a list of steps"),
+        "other.json": (json.dumps({**good, "config": {**good["config"], "method": "specbound"}}),
+                       "'specbound' trace, not a talon one; import it in the SpecBound tab"),
+        "nosteps.json": (json.dumps({**good, "steps": []}), "no steps"),
+        "shape.json": (json.dumps({**good, "steps": [{"index": 0}]}), "step 1 lacks"),
+        "types.json": (json.dumps({**good, "steps": [{**good["steps"][0], "nodes": "x"}]}), "not a list"),
+    }
+    for name, (content, message) in cases.items():
+        p = tmp_path / name
+        (p.write_bytes if isinstance(content, bytes) else p.write_text)(content)
+        with pytest.raises(gr.Error) as err:
+            h.talon_import(run, str(p))
+        assert message in err.value.message and "\n" not in err.value.message, (name, err.value.message)
+        assert "Traceback" not in err.value.message
+    monkeypatch.setenv("SPECSCOPE_IMPORT_MAX_MB", "0.001")
+    with pytest.raises(gr.Error, match="MB; an exported trace is at most"):
+        h.talon_import(run, h.export_trace(run)[0])
+    assert step(run)[0] is run and len(run.traces) == 2  # the session was never lost

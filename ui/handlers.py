@@ -10,6 +10,7 @@ import gradio as gr
 
 from core.engine import SessionError
 from ui.gpu import gpu
+from ui.importer import ImportedRun, import_trace
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER
 from ui.run import Run, RunConfig
@@ -49,7 +50,10 @@ def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dic
 
 
 def advance(run: Run | None, cfg: RunConfig) -> Run:
-    """Step the session's run, starting a fresh one when the prompt, knobs or model changed."""
+    """Step the session's run, starting a fresh one when the prompt, knobs or model changed. An imported
+    trace is only replayed: Step goes back to the live run it kept."""
+    if isinstance(run, ImportedRun):
+        run = run.live
     if run is None or run.config != cfg:
         if run is not None and run.traces:
             gr.Info("Settings changed: started a new run.")
@@ -100,6 +104,8 @@ def talon_step(run, prompt, N, K, mu, k_init, temperature, seed, max_new_tokens,
 @friendly
 def talon_extras(run: Run | None, show_pruned=True, with_static=True) -> tuple:
     """Off the Step path: the static tree from the latest step's prefix, and the AR baseline for the stats."""
+    if isinstance(run, ImportedRun):  # a failed tick left the imported trace on show: nothing to add to it
+        return gr.skip(), gr.skip(), gr.skip()
     index = clamp(run, None)
     if index is None:
         empty = tree_view(None, None)
@@ -136,6 +142,8 @@ def specbound_step(run, prompt, alpha, tau_exit, d_max, w_max, temperature, seed
 @friendly
 def specbound_extras(run: Run | None, annealed=True) -> str:
     """Off the Step path: the AR baseline, then the stats panel that needs it."""
+    if isinstance(run, ImportedRun):
+        return gr.skip()
     if clamp(run, None) is None:
         return exit_view(None, None).outcomes.stats
     run.baseline()
@@ -149,6 +157,8 @@ def remeasure(run: Run | None) -> str:
     may have changed); returns the redrawn stats panel."""
     if run is None or not run.traces:
         raise SessionError("nothing to compare yet: press Step first")
+    if isinstance(run, ImportedRun):
+        raise SessionError("an imported trace was timed elsewhere: press Step for a live run to measure here")
     run.baseline(fresh=True)
     return stats_html(run.stats())
 
@@ -178,6 +188,7 @@ def reset_exit(run: Run | None, annealed=True) -> tuple:
 
 
 PLAY, PAUSE = "▶ Play", "⏸ Pause"
+STOP_PLAYING = (gr.Timer(active=False), gr.Button(value=PLAY))  # for an import: it shows a replay, not a run
 
 
 def toggle_play(label: str, speed: float) -> tuple:
@@ -229,6 +240,31 @@ def tick(step_fn, outputs_len: int, text_at: int):
         yield (gr.skip(),) * outputs_len + tail
     on_tick.__name__ = f"{step_fn.__name__}_tick"
     return on_tick
+
+
+@friendly
+@friendly
+def talon_import(run: Run | None, path: str | None, show_pruned=True) -> tuple:
+    """Replay an exported TALON trace from step 1; a bad file is one line and the session stays as it was."""
+    imported = import_trace(path, "talon", live(run))
+    try:
+        return tree_outputs(imported, tree_view(imported, 0, show_pruned), 0) + STOP_PLAYING
+    except Exception as exc:  # shaped like a trace, but its values cannot be drawn
+        raise SessionError(f"the trace's steps could not be drawn ({type(exc).__name__}): is it an unedited export?")
+
+
+@friendly
+def specbound_import(run: Run | None, path: str | None, annealed=True) -> tuple:
+    imported = import_trace(path, "specbound", live(run))
+    try:
+        return exit_outputs(imported, exit_view(imported, 0, annealed), 0) + STOP_PLAYING
+    except Exception as exc:
+        raise SessionError(f"the trace's steps could not be drawn ({type(exc).__name__}): is it an unedited export?")
+
+
+def live(run: Run | ImportedRun | None) -> Run | None:
+    """The visitor's live run, behind any imported trace shown now."""
+    return run.live if isinstance(run, ImportedRun) else run
 
 
 @friendly
