@@ -20,7 +20,8 @@ from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import DEFAULT_DRAFTER, model_box_info
 from ui.preview import PREVIEW
 from ui.share import apply_link, specbound_link, talon_link
-from ui.tab_handlers import COMPARE_HEADERS, cost_curve, load_models, run_compare, run_sweep, sweep_defaults
+from ui.tab_handlers import (COMPARE_HEADERS, cancel_run, cost_curve, load_models, run_compare, run_sweep,
+                             sweep_defaults)
 from ui.tune import SWEEPS, symbol
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
@@ -230,12 +231,16 @@ def compare_tab(models: list) -> None:
             temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
                                     elem_classes="ss-knob")
             drafter = drafter_input("compare-drafter")
-            go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
+            with gr.Row():
+                go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
+                stop = gr.Button("Cancel", elem_id="compare-cancel")
+    status = gr.HTML(elem_id="compare-status", min_height=0)
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
-    go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot], api_name="compare",
-             concurrency_id=ENGINE)
+    running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot, status],
+                       api_name="compare", concurrency_id=ENGINE, show_progress="minimal")
+    stop.click(cancel_run, None, [status], cancels=[running], api_name="compare_cancel")
 
 
 def tune_tab(models: list, talon_state: gr.State) -> None:
@@ -249,12 +254,16 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
         n_prompts = gr.Slider(1, 5, value=2, step=1, label="prompts")
         max_new = gr.Slider(8, 64, value=24, step=1, label="max new tokens")
         drafter = drafter_input("tune-drafter")
-        go = gr.Button("Run sweep", variant="primary")
+        with gr.Column(min_width=160):
+            go = gr.Button("Run sweep", variant="primary", elem_id="tune-run")
+            stop = gr.Button("Cancel", elem_id="tune-cancel")
+    status = gr.HTML(elem_id="tune-status", min_height=0)
     with gr.Row():
         mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
-    go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed], api_name="sweep",
-             concurrency_id=ENGINE)
+    running = go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed, status],
+                       api_name="sweep", concurrency_id=ENGINE, show_progress="minimal")
+    stop.click(cancel_run, None, [status], cancels=[running], api_name="sweep_cancel")
     gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
                 "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
                 "TALON run used marked, and the speed-up over AR modelled for that run at each budget N.")

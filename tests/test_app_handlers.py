@@ -11,7 +11,7 @@ from ui import handlers as h
 from ui.examples import default_prompt
 from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER, resolve
-from ui.tab_handlers import cost_curve, run_compare, run_sweep
+from ui.tab_handlers import cancel_run, cost_curve, run_compare, run_sweep
 from viz.cost_fig import cost_curve_figure
 
 PROMPT = default_prompt()
@@ -202,7 +202,11 @@ def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():
 
 
 def test_compare_runs_every_method():
-    rows, fig = run_compare(PROMPT, 8, 0.0)
+    updates = list(run_compare(PROMPT, 8, 0.0))
+    assert "estimated" in updates[0][2] and "ms per token" in updates[0][2]  # the estimate comes first
+    assert "1 of 6 done · running chain" in updates[1][2] and "left" in updates[1][2]
+    rows, fig, status = updates[-1]
+    assert "done in" in status
     assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "specbound"]
     assert rows[0][4] == "1.00×" and rows[0][5] == "reference"  # AR over itself, by construction
     assert all(r[5] == "✓" for r in rows[1:])  # every method was built, ran and equals AR
@@ -210,11 +214,40 @@ def test_compare_runs_every_method():
     assert fig.data
 
 
+def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
+    me, other = gr.Request(session_hash="me"), gr.Request(session_hash="other")
+    running = run_compare(PROMPT, 8, 0.0, request=me)
+    next(running)  # the estimate
+    rows, _, _ = next(running)  # AR before the methods has finished
+    assert [r[0] for r in rows] == ["ar"]
+    assert "Nothing to cancel" in cancel_run(other)  # another session's Cancel does not touch this run
+    assert "Cancelled after 1 of 6" in cancel_run(me)
+    rest = list(running)
+    assert len(rest) == 1 and rest[0][0] == rows and "Cancelled after 1 of 6" in rest[0][2]  # what finished stays
+    assert "Nothing to cancel" in cancel_run(me)
+    assert list(run_compare(PROMPT, 8, 0.0, request=me))[-1][0][-1][0] == "specbound"  # usable again
+    assert step(None)[0].traces  # and so is stepping
+
+
 def test_tune_sweep_heatmaps():
-    mat, speed = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8)
-    assert len(mat.data[0].z) == 1 and len(mat.data[0].z[0]) == 2
+    updates = list(run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8))
+    assert "Tune: 2 cells" in updates[0][2] and len(updates) == 1 + 4 + 1
+    mat, speed, status = updates[-1]
+    assert len(mat.data[0].z) == 1 and len(mat.data[0].z[0]) == 2 and "done in" in status
+    assert updates[2][0].data[0].z[0][1] is None  # partial grid: the second cell is not measured yet
     with pytest.raises(gr.Error, match="too many"):
-        run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8)
+        list(run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8))
+
+
+def test_tune_cancel_keeps_the_cells_that_finished():
+    me = gr.Request(session_hash="tuner")
+    running = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8, request=me)
+    for _ in range(3):  # estimate, AR before, first cell
+        mat, _, _ = next(running)
+    cancel_run(me)
+    last = list(running)[-1]
+    assert "Cancelled after 2 of 4" in last[2] and last[0].data[0].z[0][0] is not None
+    assert last[0].data[0].z[0][1] is None
 
 
 def test_drafter_choice_changes_the_drafter_of_the_run_and_its_static_tree():

@@ -3,6 +3,7 @@ runs and runs into view outputs. Bad input becomes gr.Error/gr.Warning; the sess
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import time
 
@@ -22,19 +23,34 @@ from viz.html import stats_html
 log = logging.getLogger("specscope")
 
 
+def user_error(exc: Exception, name: str) -> gr.Error:
+    """The one line a visitor sees for an exception: expected problems keep their message."""
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, ValueError):  # SessionError, knob and model problems: written for users
+        return gr.Error(str(exc))
+    log.exception("handler %s failed", name)
+    return gr.Error(f"something went wrong ({type(exc).__name__}: {exc}); your session is kept")
+
+
 def friendly(fn):
-    """No traceback ever reaches the page: expected problems keep their message, others get a short one."""
+    """No traceback ever reaches the page: expected problems keep their message, others get a short one.
+    Generator handlers (Compare, Tune) are wrapped as generators, so their errors are caught too."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as exc:
+                raise user_error(exc, fn.__name__) from None
+        return generator
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except ValueError as exc:  # SessionError, knob and model problems: written for users
-            raise gr.Error(str(exc)) from None
         except Exception as exc:
-            log.exception("handler %s failed", fn.__name__)
-            raise gr.Error(f"something went wrong ({type(exc).__name__}: {exc}); your session is kept") from None
+            raise user_error(exc, fn.__name__) from None
     return wrapper
 
 
