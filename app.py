@@ -60,7 +60,7 @@ def drafter_input(elem_id: str) -> gr.Radio:
 def outcomes_block(state, prefix: str) -> list:
     """Text, τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view."""
     gr.Markdown("### Outcomes")
-    text = gr.HTML(elem_classes="ss-outcome-text")
+    text = gr.HTML(elem_classes="ss-outcome-text", elem_id=f"{prefix}-text")
     with gr.Row():
         timeline = gr.Plot(show_label=False, elem_id=f"{prefix}-timeline", min_width=300)
         scatter = gr.Plot(show_label=False, elem_id=f"{prefix}-scatter", min_width=300)
@@ -139,8 +139,8 @@ def export_block(state, api_name: str, prefix: str) -> gr.File:
     with gr.Accordion("Export or import a run's traces", open=False):
         with gr.Row():
             with gr.Column():
-                btn = gr.Button("Export trace JSON")
-                file = gr.File(label="trace JSON")
+                btn = gr.Button("Export trace JSON", elem_id=f"{prefix}-export")
+                file = gr.File(label="trace JSON", elem_id=f"{prefix}-export-file")
             upload = gr.File(label="Import a trace JSON to replay it (shown as imported, not a live run)",
                              file_types=[".json"], elem_id=f"{prefix}-import")
         data = gr.JSON(label="traces", open=False)
