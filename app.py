@@ -217,7 +217,8 @@ def specbound_tab(models: list) -> tuple[dict, list]:
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
                   fns=(specbound_step, reset_exit, specbound_replay), view=annealed, text=outs[0])
-    upload.upload(specbound_import, [state, upload, annealed], outputs + [timer, play], api_name="specbound_import")
+    upload.upload(specbound_import, [state, upload, annealed], outputs + [timer, play],
+                  api_name="specbound_import")
     return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:]), link_fields
 
 
