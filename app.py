@@ -20,7 +20,7 @@ from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import DEFAULT_DRAFTER, model_box_info
 from ui.preview import PREVIEW
 from ui.share import apply_link, specbound_link, talon_link
-from ui.tab_handlers import (COMPARE_HEADERS, cancel_run, cost_curve, load_models, run_compare, run_sweep,
+from ui.tab_handlers import (COMPARE_HEADERS, cancel_compare, cancel_sweep, cost_curve, load_models, run_compare, run_sweep,
                              sweep_defaults)
 from ui.tune import SWEEPS, symbol
 
@@ -241,7 +241,7 @@ def compare_tab(models: list) -> None:
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
     running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot, status],
                        api_name="compare", concurrency_id=ENGINE, show_progress="minimal")
-    stop.click(cancel_run, None, [status], cancels=[running], api_name="compare_cancel")
+    stop.click(cancel_compare, None, [status], cancels=[running], api_name="compare_cancel")
 
 
 def tune_tab(models: list, talon_state: gr.State) -> None:
@@ -264,7 +264,7 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
     running = go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed, status],
                        api_name="sweep", concurrency_id=ENGINE, show_progress="minimal")
-    stop.click(cancel_run, None, [status], cancels=[running], api_name="sweep_cancel")
+    stop.click(cancel_sweep, None, [status], cancels=[running], api_name="sweep_cancel")
     gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
                 "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
                 "TALON run used marked, and the speed-up over AR modelled for that run at each budget N.")
@@ -280,7 +280,7 @@ def build_demo() -> gr.Blocks:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline by default: no pings from the server
     with gr.Blocks(title="SpecScope", delete_cache=(600, 3600)) as demo:  # Gradio's copies of exports: 1 h
         gr.Markdown("# SpecScope\n" + learn.INTRO)
-        link_msg = gr.HTML(elem_id="share-msg", min_height=0)
+        link_msg = gr.HTML(elem_id="share-msg", min_height=0, visible=False)
         with gr.Accordion("Model", open=False):
             with gr.Row():
                 target = gr.Textbox("embedded", label="target model", info=model_box_info())

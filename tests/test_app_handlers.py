@@ -11,7 +11,7 @@ from ui import handlers as h
 from ui.examples import default_prompt
 from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER, resolve
-from ui.tab_handlers import cancel_run, cost_curve, run_compare, run_sweep
+from ui.tab_handlers import cancel_compare, cancel_sweep, cost_curve, run_compare, run_sweep
 from viz.cost_fig import cost_curve_figure
 
 PROMPT = default_prompt()
@@ -220,11 +220,12 @@ def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
     next(running)  # the estimate
     rows, _, _ = next(running)  # AR before the methods has finished
     assert [r[0] for r in rows] == ["ar"]
-    assert "Nothing to cancel" in cancel_run(other)  # another session's Cancel does not touch this run
-    assert "Cancelled after 1 of 6" in cancel_run(me)
+    assert "Nothing to cancel" in cancel_compare(other)  # another session's Cancel does not touch this run
+    assert "Nothing to cancel" in cancel_sweep(me)  # nor this session's Cancel on the Tune tab
+    assert "Cancelled after 1 of 6" in cancel_compare(me)
     rest = list(running)
     assert len(rest) == 1 and rest[0][0] == rows and "Cancelled after 1 of 6" in rest[0][2]  # what finished stays
-    assert "Nothing to cancel" in cancel_run(me)
+    assert "Nothing to cancel" in cancel_compare(me)
     assert list(run_compare(PROMPT, 8, 0.0, request=me))[-1][0][-1][0] == "specbound"  # usable again
     assert step(None)[0].traces  # and so is stepping
 
@@ -244,7 +245,7 @@ def test_tune_cancel_keeps_the_cells_that_finished():
     running = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8, request=me)
     for _ in range(3):  # estimate, AR before, first cell
         mat, _, _ = next(running)
-    cancel_run(me)
+    cancel_sweep(me)
     last = list(running)[-1]
     assert "Cancelled after 2 of 4" in last[2] and last[0].data[0].z[0][0] is not None
     assert last[0].data[0].z[0][1] is None
@@ -329,7 +330,7 @@ def test_share_link_round_trip_fills_the_same_knobs():
     assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query
     assert "max_new" not in query and "new=24" in query  # short names
     out = apply_link(gr.Request(query_params=link_params("http://host/" + query)))
-    assert out[0].selected == "talon" and "Opened a shared link" in out[1]
+    assert out[0].selected == "talon" and "Opened a shared link" in out[1].value
     assert list(out[2:2 + n_talon]) == talon
     assert all(isinstance(v, dict) for v in out[2 + n_talon:])  # SpecBound's fields left alone
     sb = ["import os", 2.0, 0.75, 8, 3, 0.0, 0, 64, "2,4"]
@@ -345,14 +346,14 @@ def test_share_link_clamps_and_ignores_with_a_visible_message():
     from ui.share import apply_link
     out = apply_link(gr.Request(query_params={"N": "500", "mu": "abc", "zoom": "2", "tab": "nope",
                                               "drafter": "oracle", "__theme": "dark"}))
-    msg = out[1]
+    msg = out[1].value
     assert "N (node budget) must be between 1 and 128: 500 is used as 128" in msg
     assert "not a number" in msg and "unknown parameter &#x27;zoom&#x27;" in msg and "tab=" in msg
     assert "drafter=" in msg and "__theme" not in msg
     assert out[0] == gr.skip() or isinstance(out[0], dict)  # no valid tab: stays where it is
     assert out[3] == 128  # N, clamped
     nothing = apply_link(gr.Request(query_params={}))
-    assert nothing[1] == "" and all(isinstance(v, dict) for v in nothing[2:])
+    assert all(isinstance(v, dict) for v in nothing[1:])  # no message, nothing changed
 
 
 def test_import_of_an_exported_trace_replays_the_same_steps():

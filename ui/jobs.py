@@ -70,7 +70,7 @@ class Job:
             text = (f"Cancelled after {self.done} of {self.total} ({duration(self.elapsed())}): "
                     f"the results below are the ones that finished.")
         else:
-            text = f"{self.what}: done in {duration(self.elapsed())} (estimated {duration(self.estimate_s)})."
+            text = f"{self.what}, done in {duration(self.elapsed())} (estimated {duration(self.estimate_s)})."
         return f'<div class="ss-budget" role="status">{escape(text)}</div>'
 
 

@@ -158,4 +158,6 @@ def apply_link(request: gr.Request) -> tuple:
         params = {}
     s = read_query(params)
     tab = gr.Tabs(selected=s.tab) if s.tab else gr.skip()
-    return (tab, link_message(s), *fill("talon", s), *fill("specbound", s))
+    msg = link_message(s)
+    shown = gr.HTML(value=msg, visible=True) if msg else gr.skip()  # hidden until a link has something to say
+    return (tab, shown, *fill("talon", s), *fill("specbound", s))

@@ -27,8 +27,10 @@ def load_models(target: str, draft: str) -> str:
             f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
 
 
-def session_key(request: gr.Request | None) -> str | None:
-    return getattr(request, "session_hash", None) if request is not None else None
+def session_key(request: gr.Request | None, tab: str) -> str | None:
+    """A browser session's Compare or Tune run (both may run at once, each with its own Cancel)."""
+    hash_ = getattr(request, "session_hash", None) if request is not None else None
+    return f"{hash_}:{tab}" if hash_ else None
 
 
 def long_run(job: Job, key: str | None, parts, show, n: int):
@@ -64,7 +66,7 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
                       target, draft, drafter)
     job = Job(f"Compare: {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS, cfg.max_new_tokens,
               ar_ms_per_token(cfg.target, cfg.prompt))
-    yield from long_run(job, session_key(request), lambda check: compare(cfg, DEFAULT_KNOBS, check),
+    yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, DEFAULT_KNOBS, check),
                         compare_outputs, 2)
 
 
@@ -95,17 +97,25 @@ def run_sweep(kind: str, x_text: str, y_text: str, n_prompts: int, max_new_token
         return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", x, y),
                 sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", x, y))
 
-    yield from long_run(job, session_key(request),
+    yield from long_run(job, session_key(request, "tune"),
                         lambda check: sweep(kind, x_text, y_text, prompts, cfg, DEFAULT_KNOBS, check),
                         heatmaps, 2)
 
 
-def cancel_run(request: gr.Request = None) -> str:
-    """Cancel: this session's Compare or Tune stops before its next engine step; what finished stays."""
-    job = JOBS.cancel(session_key(request))
+def cancel(request: gr.Request | None, tab: str) -> str:
+    job = JOBS.cancel(session_key(request, tab))
     if job is None:
         return '<div class="ss-budget" role="status">Nothing to cancel.</div>'
     return job.ended(cancelled=True)
+
+
+def cancel_compare(request: gr.Request = None) -> str:
+    """Cancel: this session's Compare stops before its next engine step; what finished stays."""
+    return cancel(request, "compare")
+
+
+def cancel_sweep(request: gr.Request = None) -> str:
+    return cancel(request, "tune")
 
 
 @friendly
