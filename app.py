@@ -13,13 +13,15 @@ import gradio as gr
 from ui import learn
 from ui.examples import default_prompt, example_prompts
 from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit, reset_tree, set_speed,
-                         specbound_extras, specbound_load, specbound_replay, specbound_step, talon_extras, talon_load,
-                         talon_replay, talon_step, tick, toggle_play)
+                         specbound_extras, specbound_import, specbound_load, specbound_replay, specbound_step,
+                         talon_extras, talon_import, talon_load, talon_replay, talon_step, tick, toggle_play)
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import DEFAULT_DRAFTER, model_box_info
 from ui.preview import PREVIEW
-from ui.tab_handlers import COMPARE_HEADERS, cost_curve, load_models, run_compare, run_sweep, sweep_defaults
+from ui.share import apply_link, specbound_link, talon_link
+from ui.tab_handlers import (COMPARE_HEADERS, cancel_compare, cancel_sweep, cost_curve, load_models, run_compare, run_sweep,
+                             sweep_defaults)
 from ui.tune import SWEEPS, symbol
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
@@ -58,7 +60,7 @@ def drafter_input(elem_id: str) -> gr.Radio:
 def outcomes_block(state, prefix: str) -> list:
     """Text, τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view."""
     gr.Markdown("### Outcomes")
-    text = gr.HTML(elem_classes="ss-outcome-text")
+    text = gr.HTML(elem_classes="ss-outcome-text", elem_id=f"{prefix}-text")
     with gr.Row():
         timeline = gr.Plot(show_label=False, elem_id=f"{prefix}-timeline", min_width=300)
         scatter = gr.Plot(show_label=False, elem_id=f"{prefix}-scatter", min_width=300)
@@ -99,16 +101,18 @@ def speed_timer() -> tuple:
 
 
 def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list, extras: dict, fns: tuple,
-                  view) -> None:
+                  view, text) -> None:
     """Step / Play / Reset / replay of a stepping tab. `outputs[0]` is the session state, `extras` the slower
-    figures drawn after each step, `view` a display toggle that redraws the shown step from stored traces."""
+    figures drawn after each step, `view` a display toggle that redraws the shown step from stored traces,
+    `text` the generated text that Play streams token by token."""
     step_fn, reset_fn, replay_fn = fns
     step, play, reset, speed, timer = buttons
     state = outputs[0]
     after = dict(extras, api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
     step.click(step_fn, inputs, outputs, api_name=f"{name}_step", concurrency_id=ENGINE).success(**after)
-    timer.tick(tick(step_fn, len(outputs)), inputs, outputs + [timer, play], api_visibility="private",
-               concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**after)
+    timer.tick(tick(step_fn, len(outputs), outputs.index(text)), inputs, outputs + [timer, play],
+               api_visibility="private", concurrency_id=ENGINE, trigger_mode="once",
+               show_progress="hidden").then(**after)
     play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
     speed.change(set_speed, [speed], [timer], api_visibility="private")
     reset.click(reset_fn, [state, view], outputs + [timer, play], api_name=f"{name}_reset")
@@ -116,12 +120,32 @@ def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list
     view.change(replay_fn, [state, replay, view], outputs[1:], api_visibility="private")
 
 
-def export_block(state, api_name: str) -> None:
-    with gr.Accordion("Export the run's traces", open=False):
-        btn = gr.Button("Export trace JSON")
-        file = gr.File(label="trace JSON")
+COPY_JS = ("(q) => { const u = location.origin + location.pathname + q; "
+           "try { navigator.clipboard.writeText(u).catch(() => {}); } catch (e) {} return u; }")
+
+
+def share_row(prefix: str, fields: list, fn) -> None:
+    """Copy link: the view's prompt and knobs as query parameters (ui/share.py); the browser adds its own
+    address, so the link is right behind a proxy too, and copies it where the clipboard is allowed."""
+    with gr.Row(equal_height=True):
+        btn = gr.Button("Copy link to these settings", size="sm", elem_id=f"{prefix}-share", min_width=140)
+        link = gr.Textbox(show_label=False, placeholder="a link that opens the page with this prompt and these knobs",
+                          buttons=["copy"], interactive=False, elem_id=f"{prefix}-link", scale=4)
+    btn.click(fn, fields, [link], api_name=f"{prefix}_link").then(None, [link], [link], js=COPY_JS)
+
+
+def export_block(state, api_name: str, prefix: str) -> gr.File:
+    """Export the run as JSON; returns the upload box that imports such a file (wired by the tab)."""
+    with gr.Accordion("Export or import a run's traces", open=False):
+        with gr.Row():
+            with gr.Column():
+                btn = gr.Button("Export trace JSON", elem_id=f"{prefix}-export")
+                file = gr.File(label="trace JSON", elem_id=f"{prefix}-export-file")
+            upload = gr.File(label="Import a trace JSON to replay it (shown as imported, not a live run)",
+                             file_types=[".json"], elem_id=f"{prefix}-import")
         data = gr.JSON(label="traces", open=False)
     btn.click(export_trace, [state], [file, data], api_name=api_name)
+    return upload
 
 
 def talon_tab(models: list) -> tuple[dict, gr.State]:
@@ -146,21 +170,24 @@ def talon_tab(models: list) -> tuple[dict, gr.State]:
             with_static = gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)")
             auto = gr.Checkbox(False, label="auto: choose N per step for this machine (N above is the cap)",
                                elem_id="talon-auto")
+        link_fields = [prompt, *knobs, *sampling, drafter, auto]  # ui.share.FIELDS["talon"] order
+        share_row("talon", link_fields, talon_link)
     outs = outcomes_block(state, "talon")
     trace = gr.JSON(label="this step's trace", open=False)
-    export_block(state, "export_talon")
+    upload = export_block(state, "export_talon", "talon")
     with gr.Accordion("Learn: steps, trees, the gate, drafters and hardware", open=False):
         gr.Markdown("\n\n".join([learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS]))
     inputs = [state, prompt, *knobs, *sampling, *models, show_pruned, drafter, auto]
     outputs = [state, tree, static, budget, levels, *outs, replay, trace]
     extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]])
     wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
-                  fns=(talon_step, reset_tree, talon_replay), view=show_pruned)
+                  fns=(talon_step, reset_tree, talon_replay), view=show_pruned, text=outs[0])
     preset.change(apply_preset, [preset], knobs + [auto], api_visibility="private")
-    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state  # load: the start-up preview
+    upload.upload(talon_import, [state, upload, show_pruned], outputs + [timer, play], api_name="talon_import")
+    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state, link_fields  # load: preview
 
 
-def specbound_tab(models: list) -> dict:
+def specbound_tab(models: list) -> tuple[dict, list]:
     state = run_state()
     prompt, step, play, reset = prompt_row("specbound")
     heatmap = gr.Plot(show_label=False, elem_id="specbound-heatmap")
@@ -178,17 +205,21 @@ def specbound_tab(models: list) -> dict:
         with gr.Row():
             annealed = gr.Radio([("annealed", True), ("raw", False)], value=True, label="confidence shown")
             speed, timer = speed_timer()
+        link_fields = [prompt, *knobs, *sampling, exit_layers]  # ui.share.FIELDS["specbound"] order
+        share_row("specbound", link_fields, specbound_link)
     outs = outcomes_block(state, "specbound")
     trace = gr.JSON(label="this step's trace", open=False)
-    export_block(state, "export_specbound")
+    upload = export_block(state, "export_specbound", "specbound")
     with gr.Accordion("Learn: ACT and BSCS", open=False):
         gr.Markdown("\n\n".join([learn.STEP, learn.ACT, learn.BSCS, learn.KEYS]))
     inputs = [state, prompt, *knobs, *sampling, models[0], annealed, exit_layers]
     outputs = [state, heatmap, bars, why, *outs, replay, trace]
     extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
     wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
-                  fns=(specbound_step, reset_exit, specbound_replay), view=annealed)
-    return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:])
+                  fns=(specbound_step, reset_exit, specbound_replay), view=annealed, text=outs[0])
+    upload.upload(specbound_import, [state, upload, annealed], outputs + [timer, play],
+                  api_name="specbound_import")
+    return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:]), link_fields
 
 
 def compare_tab(models: list) -> None:
@@ -201,12 +232,16 @@ def compare_tab(models: list) -> None:
             temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
                                     elem_classes="ss-knob")
             drafter = drafter_input("compare-drafter")
-            go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
+            with gr.Row():
+                go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
+                stop = gr.Button("Cancel", elem_id="compare-cancel")
+    status = gr.HTML(elem_id="compare-status", min_height=0)
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
-    go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot], api_name="compare",
-             concurrency_id=ENGINE)
+    running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot, status],
+                       api_name="compare", concurrency_id=ENGINE, show_progress="minimal")
+    stop.click(cancel_compare, None, [status], cancels=[running], api_name="compare_cancel")
 
 
 def tune_tab(models: list, talon_state: gr.State) -> None:
@@ -220,12 +255,16 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
         n_prompts = gr.Slider(1, 5, value=2, step=1, label="prompts")
         max_new = gr.Slider(8, 64, value=24, step=1, label="max new tokens")
         drafter = drafter_input("tune-drafter")
-        go = gr.Button("Run sweep", variant="primary")
+        with gr.Column(min_width=160):
+            go = gr.Button("Run sweep", variant="primary", elem_id="tune-run")
+            stop = gr.Button("Cancel", elem_id="tune-cancel")
+    status = gr.HTML(elem_id="tune-status", min_height=0)
     with gr.Row():
         mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
-    go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed], api_name="sweep",
-             concurrency_id=ENGINE)
+    running = go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed, status],
+                       api_name="sweep", concurrency_id=ENGINE, show_progress="minimal")
+    stop.click(cancel_sweep, None, [status], cancels=[running], api_name="sweep_cancel")
     gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
                 "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
                 "TALON run used marked, and the speed-up over AR modelled for that run at each budget N.")
@@ -241,6 +280,7 @@ def build_demo() -> gr.Blocks:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline by default: no pings from the server
     with gr.Blocks(title="SpecScope", delete_cache=(600, 3600)) as demo:  # Gradio's copies of exports: 1 h
         gr.Markdown("# SpecScope\n" + learn.INTRO)
+        link_msg = gr.HTML(elem_id="share-msg", min_height=0, visible=False)
         with gr.Accordion("Model", open=False):
             with gr.Row():
                 target = gr.Textbox("embedded", label="target model", info=model_box_info())
@@ -249,18 +289,21 @@ def build_demo() -> gr.Blocks:
             msg = gr.Markdown()
             load.click(load_models, [target, draft], [msg], api_visibility="private", concurrency_id=ENGINE)
         models = [target, draft]
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("TALON", id="talon"):
-                talon_load_, talon_state = talon_tab(models)
+                talon_load_, talon_state, talon_fields = talon_tab(models)
                 loads = [talon_load_]
             with gr.Tab("SpecBound", id="specbound"):
-                loads.append(specbound_tab(models))
+                specbound_load_, specbound_fields = specbound_tab(models)
+                loads.append(specbound_load_)
             with gr.Tab("Compare", id="compare"):
                 compare_tab(models)
             with gr.Tab("Tune", id="tune"):
                 tune_tab(models, talon_state)
         for load in loads:  # waits for the start-up step, outside the engine's queue slots
             demo.load(**load, api_visibility="private", show_progress="hidden", concurrency_limit=None)
+        demo.load(apply_link, None, [tabs, link_msg, *talon_fields, *specbound_fields], api_visibility="private",
+                  show_progress="hidden", concurrency_limit=None)  # a shared link fills the knobs
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
 

@@ -64,12 +64,14 @@ def main() -> None:
         page.screenshot(path=str(out / "specbound.png"), full_page=True)
         page.get_by_role("tab", name="Compare").click()
         page.get_by_role("button", name="Run all methods").click()
-        page.wait_for_selector("#compare-plot .barlayer .point", timeout=300_000)
+        page.wait_for_function("/done in/.test(document.querySelector('#compare-status')?.textContent || '')",
+                               timeout=300_000)  # the final table, not a partial one
         page.wait_for_timeout(1000)
         page.screenshot(path=str(out / "compare.png"), full_page=True)
         page.get_by_role("tab", name="Tune").click()
         page.get_by_role("button", name="Run sweep").click()
-        page.wait_for_selector("#tune-mat .hm, #tune-mat .heatmaplayer image", timeout=600_000)
+        page.wait_for_function("/done in/.test(document.querySelector('#tune-status')?.textContent || '')",
+                               timeout=600_000)
         page.wait_for_timeout(1000)
         page.screenshot(path=str(out / "tune.png"), full_page=True)
         browser.close()

@@ -55,3 +55,17 @@ def test_two_clients_keep_separate_state(app_url):
         assert len(data["steps"]) == 3
         assert contexts == sorted(contexts) and len(set(contexts)) == 3  # one run, stepped only by this client
         assert data["prompt_text"].strip().endswith(prompts[i].strip()[-10:])
+
+
+def test_link_and_import_endpoints(app_url):
+    from gradio_client import handle_file
+    client = Client(app_url, verbose=False)
+    link = client.predict("def f(x):", *KNOBS[:7], "lookup", False, api_name="/talon_link")
+    assert link.startswith("?tab=talon&p=def%20f%28x%29%3A") and "N=16" in link and "drafter=lookup" in link
+    for _ in range(2):
+        talon_step(client, example_prompts()[0])
+    path, data = client.predict(api_name="/export_talon")
+    out = client.predict(handle_file(path), True, api_name="/talon_import")
+    trace = next(o for o in out if isinstance(o, dict) and "index" in o)
+    assert trace == data["steps"][0]  # the imported trace, replayed from step 1
+    assert "imported trace" in str(out[0])

@@ -2,6 +2,7 @@
 that must give a clear message and keep the session usable, export, the model box, Compare and Tune."""
 import json
 import re
+from html import unescape
 
 import gradio as gr
 import pytest
@@ -10,7 +11,7 @@ from ui import handlers as h
 from ui.examples import default_prompt
 from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER, resolve
-from ui.tab_handlers import cost_curve, run_compare, run_sweep
+from ui.tab_handlers import cancel_compare, cancel_sweep, cost_curve, run_compare, run_sweep
 from viz.cost_fig import cost_curve_figure
 
 PROMPT = default_prompt()
@@ -91,20 +92,50 @@ def test_finished_run_warns_instead_of_failing():
     assert out[0] is run and len(run.traces) == n
 
 
-def test_play_ticks_until_done_then_stops_the_timer():
+def play(on_tick, args: tuple, ticks: int = 40) -> tuple:
+    """Tick like the page's timer until playing stops; returns (run, every update yielded, in order)."""
+    run, updates = None, []
+    for _ in range(ticks):
+        for update in on_tick(run, *args):
+            updates.append(update)
+            if update[0] is not None and not isinstance(update[0], dict):  # gr.skip() is a dict
+                run = update[0]
+        if isinstance(updates[-1][-2], gr.Timer):
+            break
+    return run, updates
+
+
+def plain(html: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", "", html.split('<div class="ss-legend">')[0]))
+
+
+def test_play_ticks_until_done_then_stops_the_timer(monkeypatch):
+    monkeypatch.setattr(h, "REVEAL_S", 0.0)
     timer, button = h.toggle_play(h.PLAY, 0.5)
     assert timer.active and button.value == h.PAUSE
-    on_tick = h.tick(h.talon_step, 11)
+    on_tick = h.tick(h.talon_step, 11, 5)
     args = (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 3)
-    run, last = None, None
-    for _ in range(6):
-        last = on_tick(run, *args)
-        run = last[0] if last[0] is not None and not isinstance(last[0], dict) else run
-        if isinstance(last[-2], gr.Timer):
-            break
-    assert run.done and last[-2].active is False and last[-1].value == h.PLAY
-    bad = on_tick(None, "", *args[1:])  # an error stops playing instead of repeating
-    assert bad[-2].active is False
+    run, updates = play(on_tick, args, 6)
+    assert run.done and updates[-1][-2].active is False and updates[-1][-1].value == h.PLAY
+    bad = list(on_tick(None, "", *args[1:]))  # an error stops playing instead of repeating
+    assert len(bad) == 1 and bad[0][-2].active is False
+
+
+def test_play_streams_the_text_token_by_token_and_ends_at_ar_greedy(monkeypatch):
+    from core.ar import ARMethod
+    from core.engine import Session
+    from ui.models import get_models
+    monkeypatch.setattr(h, "REVEAL_S", 0.0)
+    run, updates = play(h.tick(h.talon_step, 11, 5), (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 24))
+    texts = [plain(u[5]) for u in updates if isinstance(u[5], str)]
+    assert run.done and len(texts) > len(run.traces) >= 2  # more updates than steps: tokens stream within a step
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))  # each shown text extends the one before
+    assert [len(b) > len(a) for a, b in zip(texts, texts[1:])].count(False) == 0  # one more token each time
+    target = get_models("embedded", "embedded", needs_draft=False)[0]
+    ar = Session(target, ARMethod(), PROMPT, max_new_tokens=24).generate()
+    assert run.session.output_ids == ar.output_ids  # greedy: exactly AR's tokens
+    assert texts[-1] == run.prompt_text() + "".join(t for s in run.traces for t in s.committed_texts)
+    assert texts[-1].endswith(target.tokenizer.decode(ar.output_ids))
 
 
 def test_reset_forgets_the_run():
@@ -171,7 +202,11 @@ def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():
 
 
 def test_compare_runs_every_method():
-    rows, fig = run_compare(PROMPT, 8, 0.0)
+    updates = list(run_compare(PROMPT, 8, 0.0))
+    assert "estimated" in updates[0][2] and "ms per token" in updates[0][2]  # the estimate comes first
+    assert "1 of 6 done · running chain" in updates[1][2] and "left" in updates[1][2]
+    rows, fig, status = updates[-1]
+    assert "done in" in status
     assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "specbound"]
     assert rows[0][4] == "1.00×" and rows[0][5] == "reference"  # AR over itself, by construction
     assert all(r[5] == "✓" for r in rows[1:])  # every method was built, ran and equals AR
@@ -179,11 +214,41 @@ def test_compare_runs_every_method():
     assert fig.data
 
 
+def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
+    me, other = gr.Request(session_hash="me"), gr.Request(session_hash="other")
+    running = run_compare(PROMPT, 8, 0.0, request=me)
+    next(running)  # the estimate
+    rows, _, _ = next(running)  # AR before the methods has finished
+    assert [r[0] for r in rows] == ["ar"]
+    assert "Nothing to cancel" in cancel_compare(other)  # another session's Cancel does not touch this run
+    assert "Nothing to cancel" in cancel_sweep(me)  # nor this session's Cancel on the Tune tab
+    assert "Cancelled after 1 of 6" in cancel_compare(me)
+    rest = list(running)
+    assert len(rest) == 1 and rest[0][0] == rows and "Cancelled after 1 of 6" in rest[0][2]  # what finished stays
+    assert "Nothing to cancel" in cancel_compare(me)
+    assert list(run_compare(PROMPT, 8, 0.0, request=me))[-1][0][-1][0] == "specbound"  # usable again
+    assert step(None)[0].traces  # and so is stepping
+
+
 def test_tune_sweep_heatmaps():
-    mat, speed = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8)
-    assert len(mat.data[0].z) == 1 and len(mat.data[0].z[0]) == 2
+    updates = list(run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8))
+    assert "Tune: 2 cells" in updates[0][2] and len(updates) == 1 + 4 + 1
+    mat, speed, status = updates[-1]
+    assert len(mat.data[0].z) == 1 and len(mat.data[0].z[0]) == 2 and "done in" in status
+    assert updates[2][0].data[0].z[0][1] is None  # partial grid: the second cell is not measured yet
     with pytest.raises(gr.Error, match="too many"):
-        run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8)
+        list(run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8))
+
+
+def test_tune_cancel_keeps_the_cells_that_finished():
+    me = gr.Request(session_hash="tuner")
+    running = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8, request=me)
+    for _ in range(3):  # estimate, AR before, first cell
+        mat, _, _ = next(running)
+    cancel_sweep(me)
+    last = list(running)[-1]
+    assert "Cancelled after 2 of 4" in last[2] and last[0].data[0].z[0][0] is not None
+    assert last[0].data[0].z[0][1] is None
 
 
 def test_drafter_choice_changes_the_drafter_of_the_run_and_its_static_tree():
@@ -242,3 +307,104 @@ def test_specbound_exit_layers_knob_shows_the_checked_layers_and_their_cost():
     assert "Exit checks at layers 2, 4" in why and "layer equivalents" in why
     with pytest.raises(gr.Error, match="exit layers"):
         h.specbound_step(run, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "two")
+
+
+def link_params(url: str) -> dict:
+    from urllib.parse import parse_qsl, urlsplit
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def opened(fields: list[str], updates) -> list:
+    """What the page shows after a link's load: the link's values, defaults where it left a field alone."""
+    from ui.share import KNOBS
+    defaults = {"prompt": default_prompt(), "drafter": DEFAULT_DRAFTER, "auto": False, "exit_layers": "",
+                **{n: k.default for n, k in KNOBS.items()}}
+    return [defaults[f] if isinstance(u, dict) else u for f, u in zip(fields, updates)]
+
+
+def test_share_link_round_trip_fills_the_same_knobs():
+    from ui.share import FIELDS, apply_link, specbound_link, talon_link
+    n_talon = len(FIELDS["talon"])
+    talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.7, 3, 24, "lookup", True]
+    query = talon_link(*talon)
+    assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query
+    assert "max_new" not in query and "new=24" in query  # short names
+    out = apply_link(gr.Request(query_params=link_params("http://host/" + query)))
+    assert out[0].selected == "talon" and "Opened a shared link" in out[1].value
+    assert list(out[2:2 + n_talon]) == talon
+    assert all(isinstance(v, dict) for v in out[2 + n_talon:])  # SpecBound's fields left alone
+    sb = ["import os", 2.0, 0.75, 8, 3, 0.0, 0, 64, "2,4"]
+    query = specbound_link(*sb)
+    assert "temp" not in query and "seed" not in query  # values at their defaults stay out of the link
+    out = apply_link(gr.Request(query_params=link_params(query)))
+    assert out[0].selected == "specbound" and opened(FIELDS["specbound"], out[2 + n_talon:]) == sb
+    defaults = opened(FIELDS["specbound"], [{}] * len(FIELDS["specbound"]))
+    assert specbound_link(*defaults) == "?tab=specbound"
+
+
+def test_share_link_clamps_and_ignores_with_a_visible_message():
+    from ui.share import apply_link
+    out = apply_link(gr.Request(query_params={"N": "500", "mu": "abc", "zoom": "2", "tab": "nope",
+                                              "drafter": "oracle", "__theme": "dark"}))
+    msg = out[1].value
+    assert "N (node budget) must be between 1 and 128: 500 is used as 128" in msg
+    assert "not a number" in msg and "unknown parameter &#x27;zoom&#x27;" in msg and "tab=" in msg
+    assert "drafter=" in msg and "__theme" not in msg
+    assert out[0] == gr.skip() or isinstance(out[0], dict)  # no valid tab: stays where it is
+    assert out[3] == 128  # N, clamped
+    nothing = apply_link(gr.Request(query_params={}))
+    assert all(isinstance(v, dict) for v in nothing[1:])  # no message, nothing changed
+
+
+def test_import_of_an_exported_trace_replays_the_same_steps():
+    run = None
+    for _ in range(3):
+        run = step(run)[0]
+    h.talon_extras(run)  # a static shadow for the latest step travels in the export too
+    path, data = h.export_trace(run)
+    out = h.talon_import(run, path)
+    imported = out[0]
+    assert imported is not run and imported.live is run and "imported trace" in out[1].layout.title.text
+    assert "Imported trace" in out[8] and out[-2].active is False  # labelled, and Play stops
+    for i in range(3):
+        shown = h.talon_replay(imported, i + 1)
+        assert json.loads(json.dumps(shown[-1])) == data["steps"][i]  # the same step, as exported
+        assert n_nodes(shown[0]) == len(run.traces[i].nodes)
+    assert h.talon_replay(imported, 3)[1].layout.title.text.startswith("STATIC")  # its static shadow
+    assert h.export_trace(imported)[1] == data  # re-exported unchanged
+    with pytest.raises(gr.Error, match="timed elsewhere"):
+        h.remeasure(imported)
+    n = len(run.traces)
+    back = step(imported, max_new_tokens=24)[0]  # other settings: a fresh run, no longer the imported one
+    assert back is not imported and back is not run and len(back.traces) == 1
+    assert step(h.talon_import(run, path)[0])[0] is run  # same settings: the live run it kept goes on
+    assert len(run.traces) == n + (0 if run.done else 1)
+    sb_run = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8)[0]
+    sb = h.specbound_import(None, h.export_trace(sb_run)[0])
+    assert sb[0].live is None and "imported trace" in sb[1].layout.title.text
+
+
+def test_import_of_a_bad_file_says_why_in_one_line(tmp_path, monkeypatch):
+    run = step(None)[0]
+    good = json.loads(open(h.export_trace(run)[0], encoding="utf-8").read())
+    cases = {
+        "notjson.json": ("{not json", "not JSON"),
+        "binary.json": (b"\xff\xfe\x00garbage", "not text"),
+        "list.json": ("[1, 2, 3]", "needs a config and a list of steps"),
+        "other.json": (json.dumps({**good, "config": {**good["config"], "method": "specbound"}}),
+                       "'specbound' trace, not a talon one; import it in the SpecBound tab"),
+        "nosteps.json": (json.dumps({**good, "steps": []}), "no steps"),
+        "shape.json": (json.dumps({**good, "steps": [{"index": 0}]}), "step 1 lacks"),
+        "types.json": (json.dumps({**good, "steps": [{**good["steps"][0], "nodes": "x"}]}), "not a list"),
+    }
+    for name, (content, message) in cases.items():
+        p = tmp_path / name
+        (p.write_bytes if isinstance(content, bytes) else p.write_text)(content)
+        with pytest.raises(gr.Error) as err:
+            h.talon_import(run, str(p))
+        assert message in err.value.message and "\n" not in err.value.message, (name, err.value.message)
+        assert "Traceback" not in err.value.message
+    monkeypatch.setenv("SPECSCOPE_IMPORT_MAX_MB", "0.001")
+    with pytest.raises(gr.Error, match="MB; an exported trace is at most"):
+        h.talon_import(run, h.export_trace(run)[0])
+    assert step(run)[0] is run and len(run.traces) == 2  # the session was never lost

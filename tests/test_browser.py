@@ -79,7 +79,13 @@ def test_step_draws_the_tree(page):
     assert not page.outside, f"the page fetched from outside: {page.outside[:5]}"
 
 
+TEXTS = """() => { window.ssTexts = []; const box = document.querySelector('#talon-text');
+  new MutationObserver(() => { const t = box.querySelector('.ss-text'); if (t) window.ssTexts.push(t.textContent); })
+    .observe(box, { childList: true, subtree: true, characterData: true }); }"""
+
+
 def test_play_a_few_steps_then_pause(page):
+    page.evaluate(TEXTS)  # record every text the page shows while playing
     page.click("#talon-play")
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -90,6 +96,10 @@ def test_play_a_few_steps_then_pause(page):
         pytest.fail("playing did not reach step 3")
     page.click("#talon-play")  # pause
     page.wait_for_function("document.querySelector('#talon-play').textContent.includes('Play')", timeout=10_000)
+    seen = page.evaluate("window.ssTexts")
+    texts = [t for i, t in enumerate(seen) if i == 0 or t != seen[i - 1]]
+    assert len(texts) > shown_step(page), texts  # streamed: more text updates than steps
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))  # each one extends the one before
     page.screenshot(path=str(page.shots / "talon_played.png"), full_page=True)
 
 
@@ -189,3 +199,95 @@ def test_compare_ar_over_itself_is_one(page):
     i = c.index("ar")
     assert c[i + 4] == "1.00×", c[i:i + 7]
     page.screenshot(path=str(page.shots / "compare.png"), full_page=True)
+
+
+def test_copy_link_opens_the_same_settings(app, page):
+    page.get_by_role("tab", name="TALON").click()
+    prompt = page.locator("#talon-prompt textarea")
+    prompt.fill("shared prompt\nline two")
+    box = page.locator(".ss-knob input[type=number]").first  # N (node budget)
+    box.fill("12")
+    box.press("Enter")
+    page.click("#talon-share")
+    link = page.locator("#talon-link textarea, #talon-link input").first
+    page.wait_for_function("(() => { const e = document.querySelector('#talon-link textarea, #talon-link input'); "
+                           "return e && e.value.startsWith('http'); })()", timeout=30_000)
+    url = link.input_value()
+    assert "N=12" in url and "tab=talon" in url
+    other = open_page(app)
+    other.goto(url, wait_until="domcontentloaded")
+    other.wait_for_function("document.querySelector('#talon-prompt textarea')?.value === 'shared prompt\\nline two'",
+                            timeout=60_000)
+    assert other.locator(".ss-knob input[type=number]").first.input_value() == "12"
+    assert "Opened a shared link" in other.locator("#share-msg").text_content()
+    other.close()
+
+
+def test_a_link_with_bad_values_says_so_and_opens_its_tab(app):
+    page = open_page(app)
+    page.goto(page.url.split("?")[0] + "?tab=specbound&alpha=2&N=500&zoom=3", wait_until="domcontentloaded")
+    page.get_by_text("N (node budget) must be between 1 and 128: 500 is used as 128").wait_for(timeout=60_000)
+    assert "unknown parameter 'zoom'" in page.locator("#share-msg").text_content()
+    assert page.get_by_role("tab", name="SpecBound").get_attribute("aria-selected") == "true"
+    assert page.locator("#specbound-knobs .ss-knob input[type=number]").first.input_value() == "2"
+    page.close()
+
+
+def upload(page, box: str, path: Path) -> None:
+    """Pick a file in a Gradio upload box the way a visitor does: clear it, click it, choose the file."""
+    clear = page.locator(f"{box} button[aria-label='Clear' i], {box} button[title='Clear' i]")
+    if clear.count():
+        clear.first.click()
+    with page.expect_file_chooser() as chooser:
+        page.locator(f"{box} button.upload-container, {box} [aria-label='Click to upload or drop files']").first.click()
+    chooser.value.set_files(str(path))
+
+
+def test_import_an_exported_trace_and_refuse_a_bad_file(page, tmp_path):
+    page.get_by_role("tab", name="TALON").click()
+    page.wait_for_selector("#talon-tree .gtitle", timeout=240_000)  # the preview first: it must not land after
+    for n in (1, 2):  # a run of (at least) two steps to export
+        page.click("#talon-step")
+        page.wait_for_function(f"(t => /step [{n}-9]\\b/.test(t) && !/preview/.test(t))"
+                               "(document.querySelector('#talon-tree .gtitle')?.textContent || '')", timeout=240_000)
+    page.get_by_text("Export or import a run's traces").first.click()
+    page.click("#talon-export")
+    download = page.locator("#talon-export-file a[download]")
+    download.wait_for(timeout=60_000)
+    with page.expect_download() as got:
+        download.click()
+    path = tmp_path / "trace.json"
+    got.value.save_as(path)
+    upload(page, "#talon-import", path)
+    page.wait_for_function("/imported trace/.test(document.querySelector('#talon-tree .gtitle').textContent)",
+                           timeout=60_000)
+    assert "step 1" in page.locator("#talon-tree .gtitle").text_content()  # the replay starts at step 1
+    page.keyboard.press("ArrowRight")  # the replay keys walk through it
+    page.wait_for_function("/step 2\\b.*imported/.test(document.querySelector('#talon-tree .gtitle').textContent)",
+                           timeout=30_000)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    upload(page, "#talon-import", bad)
+    page.get_by_text("the file is not JSON").first.wait_for(timeout=30_000)
+    assert "Traceback" not in page.content()
+    assert "imported trace" in page.locator("#talon-tree .gtitle").text_content()  # still shown, session kept
+
+
+def test_cancel_a_compare_run_keeps_the_page_usable(page):
+    page.get_by_role("tab", name="Compare").click()
+    tokens = page.locator("#compare-max-new input[type=number]")
+    tokens.fill("64")
+    tokens.press("Enter")
+    page.click("#compare-run")
+    page.get_by_text("estimated").first.wait_for(timeout=60_000)  # the estimate comes first
+    page.wait_for_function("/1 of 6 done/.test(document.querySelector('#compare-status').textContent)",
+                           timeout=120_000)
+    page.click("#compare-cancel")
+    page.wait_for_function("/Cancelled after/.test(document.querySelector('#compare-status').textContent)",
+                           timeout=30_000)
+    assert "ar" in page.locator("#compare-table").inner_text().split()  # what finished stays
+    page.screenshot(path=str(page.shots / "compare_cancelled.png"), full_page=True)
+    tokens.fill("8")
+    tokens.press("Enter")
+    page.click("#compare-run")  # the page is still usable: a new run goes to the end
+    page.wait_for_function("/done in/.test(document.querySelector('#compare-status').textContent)", timeout=300_000)

@@ -10,9 +10,11 @@ throw them away and measure again."""
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 from collections import OrderedDict
+from typing import Callable
 
 from core.engine import Session
 from core.methods import build_method
@@ -48,11 +50,14 @@ class ARTimer:
         self.started = time.time()
         self.lock = threading.Lock()
 
-    def advance(self, positions: int) -> Baseline:
-        """Time AR steps until `positions` output tokens exist (or AR ends), then a snapshot."""
+    def advance(self, positions: int, check: Callable[[], None] | None = None) -> Baseline:
+        """Time AR steps until `positions` output tokens exist (or AR ends), then a snapshot. `check` runs
+        before each step (Compare and Tune stop there when cancelled)."""
         with self.lock:
             s = self.session
             while len(s.output_ids) < positions and not s.done:
+                if check is not None:
+                    check()
                 ms = timed_step(s)
                 tau = max(1, s.traces[-1].tau)
                 self.token_ms += [ms / tau] * tau  # AR commits one token per step
@@ -93,6 +98,12 @@ class BaselineCache:
                 self._timers.popitem(last=False)
             return t
 
+    def recent_ms(self, target: str) -> float | None:
+        """The median AR milliseconds per token over the cached timings of `target` (None if none yet)."""
+        with self._lock:
+            ms = [m for k, t in self._timers.items() if k[0] == target for m in t.token_ms]
+        return statistics.median(ms) if ms else None
+
     def clear(self) -> None:
         with self._lock:
             self._timers.clear()
@@ -101,10 +112,11 @@ class BaselineCache:
 BASELINES = BaselineCache()
 
 
-def full_ar_pass(target: str, prompt: str, sampling: SamplingConfig, max_new_tokens: int) -> Baseline:
+def full_ar_pass(target: str, prompt: str, sampling: SamplingConfig, max_new_tokens: int,
+                 check: Callable[[], None] | None = None) -> Baseline:
     """AR decoding of a prompt to its end, uncached (Compare and Tune time AR before and after their runs)."""
     t = ARTimer(target, prompt, sampling, max_new_tokens)
-    return t.advance(max_new_tokens)
+    return t.advance(max_new_tokens, check)
 
 
 def merged(a: Baseline, b: Baseline) -> Baseline:

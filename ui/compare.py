@@ -5,6 +5,7 @@ over its own for the same positions, with the range given by the before and afte
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 from core.engine import Session
 from ui.baseline import full_ar_pass, merged, timed_step
@@ -13,6 +14,7 @@ from ui.run import RunConfig, build
 from core.metrics import Baseline, measured_speedup, run_stats
 
 COMPARE_METHODS = ("ar", "chain", "static", "talon", "specbound")
+PARTS = ["plain AR (before the methods)", *COMPARE_METHODS[1:], "plain AR (after the methods)"]  # compare()'s runs
 
 
 @dataclass
@@ -54,8 +56,10 @@ class Finished:
     step_ms: list[float]
 
 
-def run_method(method: str, knobs: dict, cfg: RunConfig) -> Finished | CompareRow:
-    """Generate to the end with one method; a method missing from this build gives a row saying so."""
+def run_method(method: str, knobs: dict, cfg: RunConfig,
+               check: Callable[[], None] | None = None) -> Finished | CompareRow:
+    """Generate to the end with one method; a method missing from this build gives a row saying so.
+    `check` runs before each step (a cancelled Compare stops there)."""
     try:
         m = build(method, knobs)
         target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
@@ -64,40 +68,41 @@ def run_method(method: str, knobs: dict, cfg: RunConfig) -> Finished | CompareRo
     s = Session(target, m, cfg.prompt, cfg.sampling, cfg.max_new_tokens, draft)
     step_ms = []
     while not s.done:
+        if check is not None:
+            check()
         step_ms.append(timed_step(s))
     return Finished(method, s, step_ms)
 
 
-def method_row(f: Finished, base: Baseline, passes: tuple[Baseline, Baseline]) -> CompareRow:
+def method_row(f: Finished, base: Baseline, passes: tuple[Baseline, Baseline] | None) -> CompareRow:
+    """`passes`: the AR passes before and after, for the range; None while the pass after is pending."""
     s = f.session
     st = run_stats(s.traces, f.step_ms, s.output_ids, s.sampling.greedy, base, True)
     taus = [t.tau for t in s.traces]
-    ends = [measured_speedup(taus, f.step_ms, p) for p in passes]
+    ends = [measured_speedup(taus, f.step_ms, p) for p in passes or ()]
     lo = hi = None
-    if all(e is not None for e in ends):
+    if ends and all(e is not None for e in ends):
         lo, hi = min(e.value for e in ends), max(e.value for e in ends)
     check = "n/a (sampling)" if st.lossless is None else "✓" if st.lossless else "✗"
     return CompareRow(f.method, s.target.tokenizer.decode(s.output_ids), st.mat, st.mean_delta, st.tok_s,
                       st.speedup, check, lo=lo, hi=hi)
 
 
-def compare(cfg: RunConfig, knobs: dict, progress=None) -> list[CompareRow]:
-    others = [m for m in COMPARE_METHODS if m != "ar"]
-    total = len(others) + 2
-
-    def tell(i: int, what: str) -> None:
-        if progress is not None:
-            progress((i, total), desc=what)
-
-    tell(0, "timing plain AR (before the methods)")
-    before = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens)
-    done = []
-    for i, method in enumerate(others):
-        tell(i + 1, f"running {method}")
-        done.append(run_method(method, knobs, cfg))
-    tell(total - 1, "timing plain AR (after the methods)")
-    after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens)
-    base = merged(before, after)
+def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None) -> Iterator[list[CompareRow]]:
+    """Yields the table so far after each run (AR before, each method, AR after: PARTS): until the AR pass
+    after the methods, speed-ups are against the pass before alone (no range); the last table is the final
+    one. `check` runs before every engine step and may raise to stop (Cancel)."""
+    before = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check)
     target, _ = get_models(cfg.target, cfg.draft, False)
-    rows = [ar_row(base, target.tokenizer.decode(base.output_ids))]
-    return rows + [f if isinstance(f, CompareRow) else method_row(f, base, (before, after)) for f in done]
+    done: list[Finished | CompareRow] = []
+
+    def table(base: Baseline, passes: tuple[Baseline, Baseline] | None) -> list[CompareRow]:
+        rows = [ar_row(base, target.tokenizer.decode(base.output_ids))]
+        return rows + [f if isinstance(f, CompareRow) else method_row(f, base, passes) for f in done]
+
+    yield table(before, None)
+    for method in COMPARE_METHODS[1:]:
+        done.append(run_method(method, knobs, cfg, check))
+        yield table(before, None)
+    after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check)
+    yield table(merged(before, after), (before, after))

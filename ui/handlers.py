@@ -3,36 +3,54 @@ runs and runs into view outputs. Bad input becomes gr.Error/gr.Warning; the sess
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import time
 
 import gradio as gr
 
 from core.engine import SessionError
 from ui.gpu import gpu
+from ui.importer import ImportedRun, import_trace
 from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
 from ui.preview import specbound_preview, talon_preview
-from ui.views import ExitView, TreeView, clamp, exit_view, tree_view
+from ui.views import ExitView, TreeView, clamp, exit_view, streamed_texts, tree_view
 from viz.html import stats_html
 
 log = logging.getLogger("specscope")
 
 
+def user_error(exc: Exception, name: str) -> gr.Error:
+    """The one line a visitor sees for an exception: expected problems keep their message."""
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, ValueError):  # SessionError, knob and model problems: written for users
+        return gr.Error(str(exc))
+    log.exception("handler %s failed", name)
+    return gr.Error(f"something went wrong ({type(exc).__name__}: {exc}); your session is kept")
+
+
 def friendly(fn):
-    """No traceback ever reaches the page: expected problems keep their message, others get a short one."""
+    """No traceback ever reaches the page: expected problems keep their message, others get a short one.
+    Generator handlers (Compare, Tune) are wrapped as generators, so their errors are caught too."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as exc:
+                raise user_error(exc, fn.__name__) from None
+        return generator
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except ValueError as exc:  # SessionError, knob and model problems: written for users
-            raise gr.Error(str(exc)) from None
         except Exception as exc:
-            log.exception("handler %s failed", fn.__name__)
-            raise gr.Error(f"something went wrong ({type(exc).__name__}: {exc}); your session is kept") from None
+            raise user_error(exc, fn.__name__) from None
     return wrapper
 
 
@@ -48,7 +66,10 @@ def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dic
 
 
 def advance(run: Run | None, cfg: RunConfig) -> Run:
-    """Step the session's run, starting a fresh one when the prompt, knobs or model changed."""
+    """Step the session's run, starting a fresh one when the prompt, knobs or model changed. An imported
+    trace is only replayed: Step goes back to the live run it kept."""
+    if isinstance(run, ImportedRun):
+        run = run.live
     if run is None or run.config != cfg:
         if run is not None and run.traces:
             gr.Info("Settings changed: started a new run.")
@@ -99,6 +120,8 @@ def talon_step(run, prompt, N, K, mu, k_init, temperature, seed, max_new_tokens,
 @friendly
 def talon_extras(run: Run | None, show_pruned=True, with_static=True) -> tuple:
     """Off the Step path: the static tree from the latest step's prefix, and the AR baseline for the stats."""
+    if isinstance(run, ImportedRun):  # a failed tick left the imported trace on show: nothing to add to it
+        return gr.skip(), gr.skip(), gr.skip()
     index = clamp(run, None)
     if index is None:
         empty = tree_view(None, None)
@@ -135,6 +158,8 @@ def specbound_step(run, prompt, alpha, tau_exit, d_max, w_max, temperature, seed
 @friendly
 def specbound_extras(run: Run | None, annealed=True) -> str:
     """Off the Step path: the AR baseline, then the stats panel that needs it."""
+    if isinstance(run, ImportedRun):
+        return gr.skip()
     if clamp(run, None) is None:
         return exit_view(None, None).outcomes.stats
     run.baseline()
@@ -148,6 +173,8 @@ def remeasure(run: Run | None) -> str:
     may have changed); returns the redrawn stats panel."""
     if run is None or not run.traces:
         raise SessionError("nothing to compare yet: press Step first")
+    if isinstance(run, ImportedRun):
+        raise SessionError("an imported trace was timed elsewhere: press Step for a live run to measure here")
     run.baseline(fresh=True)
     return stats_html(run.stats())
 
@@ -177,6 +204,7 @@ def reset_exit(run: Run | None, annealed=True) -> tuple:
 
 
 PLAY, PAUSE = "▶ Play", "⏸ Pause"
+STOP_PLAYING = (gr.Timer(active=False), gr.Button(value=PLAY))  # for an import: it shows a replay, not a run
 
 
 def toggle_play(label: str, speed: float) -> tuple:
@@ -194,18 +222,65 @@ def set_speed(speed: float) -> dict:
     return gr.Timer(value=float(speed))
 
 
-def tick(step_fn, outputs_len: int):
-    """A timer tick steps like the Step button, and stops playing when the run ends or fails."""
+REVEAL_S = 0.5  # Play spends at most this long revealing one step's tokens, one at a time
+
+
+def tick(step_fn, outputs_len: int, text_at: int):
+    """A timer tick steps like the Step button, then streams the step's committed tokens into the text
+    (output `text_at`) one at a time; it stops playing when the run ends or fails. A generator: the first
+    update carries the new state, so the session is kept whatever happens to the later ones."""
+    stop = (gr.Timer(active=False), gr.Button(value=PLAY))
+
     def on_tick(run, *args):
+        before = len(run.traces) if run is not None else 0
         try:
             out = step_fn(run, *args)
         except gr.Error as exc:
             gr.Warning(str(exc.message))
-            return (gr.skip(),) * outputs_len + (gr.Timer(active=False), gr.Button(value=PLAY))
-        finished = out[0] is not None and out[0].done
-        return out + ((gr.Timer(active=False), gr.Button(value=PLAY)) if finished else (gr.skip(), gr.skip()))
+            yield (gr.skip(),) * outputs_len + stop
+            return
+        new = out[0]
+        tail = stop if new is not None and new.done else (gr.skip(), gr.skip())
+        stepped = new is not None and (new is not run or len(new.traces) > before)
+        frames = streamed_texts(new) if stepped else []
+        if not frames:
+            yield tuple(out) + tail
+            return
+        pause = REVEAL_S / (len(frames) + 1)
+        yield tuple(out[:text_at]) + (frames[0],) + tuple(out[text_at + 1:]) + (gr.skip(), gr.skip())
+        only_text = [gr.skip()] * outputs_len
+        for html in frames[1:] + [out[text_at]]:
+            time.sleep(pause)
+            only_text[text_at] = html
+            yield tuple(only_text) + (gr.skip(), gr.skip())
+        yield (gr.skip(),) * outputs_len + tail
     on_tick.__name__ = f"{step_fn.__name__}_tick"
     return on_tick
+
+
+@friendly
+@friendly
+def talon_import(run: Run | None, path: str | None, show_pruned=True) -> tuple:
+    """Replay an exported TALON trace from step 1; a bad file is one line and the session stays as it was."""
+    imported = import_trace(path, "talon", live(run))
+    try:
+        return tree_outputs(imported, tree_view(imported, 0, show_pruned), 0) + STOP_PLAYING
+    except Exception as exc:  # shaped like a trace, but its values cannot be drawn
+        raise SessionError(f"the trace's steps could not be drawn ({type(exc).__name__}): is it an unedited export?")
+
+
+@friendly
+def specbound_import(run: Run | None, path: str | None, annealed=True) -> tuple:
+    imported = import_trace(path, "specbound", live(run))
+    try:
+        return exit_outputs(imported, exit_view(imported, 0, annealed), 0) + STOP_PLAYING
+    except Exception as exc:
+        raise SessionError(f"the trace's steps could not be drawn ({type(exc).__name__}): is it an unedited export?")
+
+
+def live(run: Run | ImportedRun | None) -> Run | None:
+    """The visitor's live run, behind any imported trace shown now."""
+    return run.live if isinstance(run, ImportedRun) else run
 
 
 @friendly

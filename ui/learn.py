@@ -61,4 +61,6 @@ costs about what one token costs and large trees are free tokens. The **auto** p
 machine's curve and chooses N each step to maximise predicted tokens per second (the N above is then only
 the cap); each step shows the N it picked and why."""
 
-KEYS = """**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box)."""
+KEYS = ("**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box).\n\n"
+        "**Share and replay.** *Copy link* (under the knobs) gives a URL with this view's prompt and knobs; opening "
+        "it fills them in. *Import* (beside Export) replays an exported trace JSON, labelled as imported.")

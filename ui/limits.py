@@ -45,7 +45,10 @@ def prompt_char_limit() -> int:
 
 
 def drop_caches(session: Any) -> None:
-    """Free a session's caches; its next step rebuilds them from the committed text."""
+    """Free a session's caches; its next step rebuilds them from the committed text (an imported trace
+    has no session)."""
+    if session is None:
+        return
     drop = getattr(session, "drop_caches", None)
     if drop is not None:
         drop()

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ui.compare import compare
+from ui.compare import PARTS, compare
 from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS
 from ui.cost_view import cost_view
 from ui.models import DEFAULT_DRAFTER, get_models
 from ui.run import Run
-from ui.tune import SWEEPS, sweep, symbol
+from ui.jobs import JOBS, Cancelled, Job, ar_ms_per_token
+from ui.tune import SWEEPS, grid, parts, sweep, symbol
 from viz.cost_fig import cost_curve_figure
 from viz.outcome_figs import compare_bars, sweep_heatmap
 
@@ -26,16 +27,47 @@ def load_models(target: str, draft: str) -> str:
             f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
 
 
-@friendly
-def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: str = "embedded",
-                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, progress=gr.Progress()) -> tuple:
-    """Every method on one prompt at SPEC defaults (chain γ = 5, static D = 8); chain, static and TALON
-    draft with `drafter`."""
-    cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
-                      target, draft, drafter)
-    rows = compare(cfg, DEFAULT_KNOBS, progress)
+def session_key(request: gr.Request | None, tab: str) -> str | None:
+    """A browser session's Compare or Tune run (both may run at once, each with its own Cancel)."""
+    hash_ = getattr(request, "session_hash", None) if request is not None else None
+    return f"{hash_}:{tab}" if hash_ else None
+
+
+def long_run(job: Job, key: str | None, parts, show, n: int):
+    """Drive a Compare or Tune generator: yield its `n` outputs (`show(partial result)`) and a status line,
+    the estimate first, then after each part with the time left; on Cancel, the parts that finished and a
+    line saying so."""
+    JOBS.start(key, job)
+    shown = (gr.skip(),) * n
+    yield shown + (job.status(),)
+    try:
+        for partial in parts(job.check):
+            job.done += 1
+            shown = show(partial)
+            yield shown + (job.status(),)
+        yield shown + (job.ended(cancelled=False),)
+    except Cancelled:
+        yield shown + (job.ended(cancelled=True),)
+    finally:
+        JOBS.finish(key, job)
+
+
+def compare_outputs(rows: list) -> tuple:
     fig = compare_bars([{"method": r.method, "mat": r.mat, "speedup": r.speedup} for r in rows if r.mat is not None])
     return [r.as_row() for r in rows], fig
+
+
+@friendly
+def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: str = "embedded",
+                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, request: gr.Request = None):
+    """Every method on one prompt at SPEC defaults (chain γ = 5, static D = 8); chain, static and TALON
+    draft with `drafter`. A generator: the estimate first, then the table after each run (Cancel keeps it)."""
+    cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
+                      target, draft, drafter)
+    job = Job(f"Compare: {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS, cfg.max_new_tokens,
+              ar_ms_per_token(cfg.target, cfg.prompt))
+    yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, DEFAULT_KNOBS, check),
+                        compare_outputs, 2)
 
 
 def sweep_defaults(kind: str) -> tuple:
@@ -45,19 +77,45 @@ def sweep_defaults(kind: str) -> tuple:
 
 @friendly
 def run_sweep(kind: str, x_text: str, y_text: str, n_prompts: int, max_new_tokens: int, target: str = "embedded",
-              draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, progress=gr.Progress()) -> tuple:
+              draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, request: gr.Request = None):
+    """A generator like run_compare: the estimate, then both heatmaps after each cell."""
     n = int(n_prompts)
     if not 1 <= n <= 5:
         raise ValueError("use between 1 and 5 prompts")
     prompts = list(example_prompts()[:n])
     cfg = make_config("ar", prompts[0], {}, [], {"temperature": 0.0, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter)
-    res = sweep(kind, x_text, y_text, prompts, cfg, DEFAULT_KNOBS, progress)
-    on = f" on {cfg.drafter}" if res.method == "talon" else ""
-    label = f"{res.method.upper()}{on}, {n} prompt(s), {cfg.max_new_tokens} tokens, greedy"
-    x, y = symbol(res.x_name), symbol(res.y_name)
-    return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", x, y),
-            sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", x, y))
+    method, x_name, y_name, xs, ys = grid(kind, x_text, y_text)
+    job = Job(f"Tune: {len(xs) * len(ys)} cells and AR before and after, each {n} prompt(s) × up to "
+              f"{cfg.max_new_tokens} tokens", parts(x_name, y_name, xs, ys), n * cfg.max_new_tokens,
+              ar_ms_per_token(cfg.target, prompts[0]))
+    on = f" on {cfg.drafter}" if method == "talon" else ""
+    label = f"{method.upper()}{on}, {n} prompt(s), {cfg.max_new_tokens} tokens, greedy"
+    x, y = symbol(x_name), symbol(y_name)
+
+    def heatmaps(res) -> tuple:
+        return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", x, y),
+                sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", x, y))
+
+    yield from long_run(job, session_key(request, "tune"),
+                        lambda check: sweep(kind, x_text, y_text, prompts, cfg, DEFAULT_KNOBS, check),
+                        heatmaps, 2)
+
+
+def cancel(request: gr.Request | None, tab: str) -> str:
+    job = JOBS.cancel(session_key(request, tab))
+    if job is None:
+        return '<div class="ss-budget" role="status">Nothing to cancel.</div>'
+    return job.ended(cancelled=True)
+
+
+def cancel_compare(request: gr.Request = None) -> str:
+    """Cancel: this session's Compare stops before its next engine step; what finished stays."""
+    return cancel(request, "compare")
+
+
+def cancel_sweep(request: gr.Request = None) -> str:
+    return cancel(request, "tune")
 
 
 @friendly

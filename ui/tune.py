@@ -4,6 +4,7 @@ cell's speed-up is AR's time over the cell's time for the same output positions,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 from core.engine import Session
 from ui.baseline import full_ar_pass, merged, timed_step
@@ -65,7 +66,9 @@ class Cell:
         return pooled_speedup(self.runs, bases)
 
 
-def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig) -> Cell:
+def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig,
+            check: Callable[[], None] | None = None) -> Cell:
+    """One cell: every prompt to the end; `check` runs before each step (a cancelled sweep stops there)."""
     m = build(method, knobs)
     cell = Cell(0, 0, [])
     for prompt in prompts:
@@ -73,38 +76,51 @@ def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig) -> Cel
         s = Session(target, m, prompt, cfg.sampling, cfg.max_new_tokens, draft)
         step_ms = []
         while not s.done:
+            if check is not None:
+                check()
             step_ms.append(timed_step(s))
         cell.tokens, cell.steps = cell.tokens + len(s.output_ids), cell.steps + len(s.traces)
         cell.runs.append(([t.tau for t in s.traces], step_ms))
     return cell
 
 
-def sweep(kind: str, x_text: str, y_text: str, prompts: list[str], cfg: RunConfig, fixed: dict,
-          progress=None) -> SweepResult:
+def grid(kind: str, x_text: str, y_text: str) -> tuple[str, str, str, list[float], list[float]]:
+    """The sweep's method, knob names and checked values (at most MAX_CELLS cells)."""
     if kind not in SWEEPS:
         raise ValueError(f"unknown sweep '{kind}'")
     method, x_name, y_name, _, _ = SWEEPS[kind]
     xs, ys = parse_values(x_text, x_name), parse_values(y_text, y_name)
     if len(xs) * len(ys) > MAX_CELLS:
         raise ValueError(f"{len(xs)}×{len(ys)} cells is too many for a shared CPU; keep it to {MAX_CELLS}")
-    total = len(xs) * len(ys) + 2
+    return method, x_name, y_name, xs, ys
 
-    def tell(i: int, what: str) -> None:
-        if progress is not None:
-            progress((i, total), desc=what)
+
+def parts(x_name: str, y_name: str, xs: list[float], ys: list[float]) -> list[str]:
+    """What sweep() runs, in order, for the progress line."""
+    cells = [f"{symbol(x_name)} = {x:g}, {symbol(y_name)} = {y:g}" for y in ys for x in xs]
+    return ["plain AR (before the grid)", *cells, "plain AR (after the grid)"]
+
+
+def sweep(kind: str, x_text: str, y_text: str, prompts: list[str], cfg: RunConfig, fixed: dict,
+          check: Callable[[], None] | None = None) -> Iterator[SweepResult]:
+    """Yields the grid so far after the AR passes before it and after each cell, in parts() order
+    (unfinished cells None, speed-ups against the passes before alone); the last result uses AR before and
+    after, averaged. `check` runs before every engine step and may raise to stop (Cancel)."""
+    method, x_name, y_name, xs, ys = grid(kind, x_text, y_text)
 
     def ar_passes() -> list[Baseline]:
-        return [full_ar_pass(cfg.target, p, cfg.sampling, cfg.max_new_tokens) for p in prompts]
+        return [full_ar_pass(cfg.target, p, cfg.sampling, cfg.max_new_tokens, check) for p in prompts]
 
-    tell(0, "timing plain AR (before the grid)")
+    def result(bases: list[Baseline]) -> SweepResult:
+        mat = [[None if c is None else c.mat for c in row] for row in cells]
+        speed = [[None if c is None else c.speedup(bases) for c in row] for row in cells]
+        return SweepResult(method, x_name, y_name, xs, ys, mat, speed)
+
+    cells: list[list[Cell | None]] = [[None] * len(xs) for _ in ys]
     before = ar_passes()
-    cells = [[None] * len(xs) for _ in ys]
+    yield result(before)
     for i, y in enumerate(ys):
         for j, x in enumerate(xs):
-            tell(1 + i * len(xs) + j, f"{x_name}={x:g}, {y_name}={y:g}")
-            cells[i][j] = measure(method, {**fixed, x_name: x, y_name: y}, prompts, cfg)
-    tell(total - 1, "timing plain AR (after the grid)")
-    bases = [merged(a, b) for a, b in zip(before, ar_passes())]
-    mat = [[c.mat for c in row] for row in cells]
-    speed = [[c.speedup(bases) for c in row] for row in cells]
-    return SweepResult(method, x_name, y_name, xs, ys, mat, speed)
+            cells[i][j] = measure(method, {**fixed, x_name: x, y_name: y}, prompts, cfg, check)
+            yield result(before)
+    yield result([merged(a, b) for a, b in zip(before, ar_passes())])

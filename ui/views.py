@@ -56,8 +56,18 @@ def outcomes(run: Run | None, index: int | None) -> Outcomes:
     shadows = [run.shadows[i] for i in sorted(run.shadows) if i <= index]
     if shadows:
         series["static (same prefix)"] = shadows
+    note = message_html(run.note) if run.note else ""
     return Outcomes(text_html(run.prompt_text(), traces, index), tau_delta_timeline(traces, index),
-                    oracle_scatter(series), stats_html(run.stats()))
+                    oracle_scatter(series), note + stats_html(run.stats()))
+
+
+def streamed_texts(run: Run) -> list[str]:
+    """The text with the latest step's committed tokens revealed one more at a time (1 … τ-1; the full
+    text is the step's own output): Play streams each step's tokens as they commit."""
+    if run is None or not run.traces:
+        return []
+    last = run.traces[-1]
+    return [text_html(run.prompt_text(), run.traces, None, k) for k in range(1, len(last.committed_texts))]
 
 
 def on(trace) -> str:
@@ -75,7 +85,8 @@ def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> T
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     shadow = None if index is None else run.shadows.get(index)
-    title = "" if trace is None else f"{run.config.method.upper()}{on(trace)} · step {index + 1} · {tau_text(trace)}"
+    title = "" if trace is None else (f"{run.config.method.upper()}{on(trace)} · step {index + 1} · "
+                                      f"{tau_text(trace)}{run.label}")
     height = max(natural_height(trace), natural_height(shadow))  # side by side: levels line up
     if shadow is None:
         static = tree_figure(None, title="Static EAGLE-style tree (same prefix, same N)", height=height)
@@ -116,4 +127,6 @@ def exit_view(run: Run | None, index: int | None, annealed: bool = True) -> Exit
         budget_html(trace) + message_html(why_stopped(trace)) + message_html(checks_note(trace))
         + message_html(heads_note(trace)))
     heatmap = confidence_heatmap(None) if trace is None else run_heatmap(run.traces, index, annealed)
+    if trace is not None and run.label:
+        heatmap.layout.title.text += run.label
     return ExitView(heatmap, exit_bars(trace), why, outcomes(run, index))

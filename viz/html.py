@@ -15,13 +15,17 @@ def token_origins(trace: StepTrace) -> list[str]:
     return ["draft" if i < len(trace.accepted_path) else "bonus" for i in range(len(trace.committed_ids))]
 
 
-def text_html(prompt: str, traces: list[StepTrace], upto: int | None = None) -> str:
+def text_html(prompt: str, traces: list[StepTrace], upto: int | None = None, reveal: int | None = None) -> str:
     """The prompt in grey, then each step's tokens on a background hue that changes per step; accepted
-    drafted tokens are plain, bonus tokens are underlined in the bonus colour."""
+    drafted tokens are plain, bonus tokens are underlined in the bonus colour. `reveal`: show only the
+    first `reveal` tokens of the last shown step (Play streams a step's tokens one at a time)."""
     shown = traces if upto is None else traces[: upto + 1]
     parts = [f'<span class="ss-prompt">{escape(prompt)}</span>']
-    for t in shown:
-        for text, origin in zip(t.committed_texts, token_origins(t)):
+    for i, t in enumerate(shown):
+        pairs = list(zip(t.committed_texts, token_origins(t)))
+        if reveal is not None and i == len(shown) - 1:
+            pairs = pairs[:reveal]
+        for text, origin in pairs:
             style = f"background:{step_hue(t.index)}"
             if origin == "bonus":
                 style += f";border-bottom:3px solid {STATUS_COLORS['bonus']}"

@@ -1,0 +1,119 @@
+"""Long runs (Compare, Tune): an estimate of how long they take, their progress, and a way to cancel them.
+
+Why cooperative: Gradio's `cancels=` stops delivering a handler's output, but the worker thread that runs
+the models would carry on to the end and hold the shared CPU. So each run checks its Job between engine
+steps and stops within one step once the visitor's Cancel sets the flag; what finished stays on the page.
+The estimate is measured, not guessed: runs × tokens × this machine's AR milliseconds per token."""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from html import escape
+
+from ui.baseline import BASELINES, ARTimer
+from core.sampling import SamplingConfig
+
+
+class Cancelled(Exception):
+    """The visitor pressed Cancel: the run stops between two engine steps."""
+
+
+@dataclass
+class Job:
+    """One long run of one browser session: `total` parts of up to `tokens` generated tokens each;
+    `what` describes them for the page ("Compare: 6 runs of up to 48 tokens")."""
+    what: str
+    parts: list[str]  # what runs, in order
+    tokens: int
+    ms_per_token: float
+    done: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    flag: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def total(self) -> int:
+        return len(self.parts)
+
+    def check(self) -> None:
+        if self.flag.is_set():
+            raise Cancelled()
+
+    @property
+    def estimate_s(self) -> float:
+        """Up front: every run as long as plain AR on this machine."""
+        return self.total * self.tokens * self.ms_per_token / 1000
+
+    def left_s(self) -> float:
+        """The up-front estimate until a run has finished, then the measured pace of the finished ones."""
+        if self.done == 0:
+            return max(0.0, self.estimate_s - self.elapsed())
+        return self.elapsed() / self.done * (self.total - self.done)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def status(self) -> str:
+        """A line for the page: the estimate, a meter, what runs now and the time left."""
+        share = self.done / max(1, self.total)
+        head = (f"{self.what}: estimated {duration(self.estimate_s)} ({self.ms_per_token:.0f} ms per token, plain AR "
+                f"on this machine, and every method taken as about as fast).")
+        doing = f" · running {self.parts[self.done]}" if self.done < self.total else ""
+        now = (f"{self.done} of {self.total} done{doing} · "
+               f"{duration(self.elapsed())} so far, about {duration(self.left_s())} left.")
+        return (f'<div class="ss-budget" role="status">{escape(head)}<div class="ss-meter"><div style="width:'
+                f'{100 * share:.0f}%"></div></div>{escape(now)}</div>')
+
+    def ended(self, cancelled: bool) -> str:
+        if cancelled:
+            text = (f"Cancelled after {self.done} of {self.total} ({duration(self.elapsed())}): "
+                    f"the results below are the ones that finished.")
+        else:
+            text = f"{self.what}, done in {duration(self.elapsed())} (estimated {duration(self.estimate_s)})."
+        return f'<div class="ss-budget" role="status">{escape(text)}</div>'
+
+
+def duration(s: float) -> str:
+    s = max(0.0, s)
+    return f"{s:.0f} s" if s < 90 else f"{s // 60:.0f} min {s % 60:.0f} s"
+
+
+class Jobs:
+    """The running Job of each browser session (by Gradio's session hash)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+
+    def start(self, key: str | None, job: Job) -> Job:
+        if key:
+            with self._lock:
+                self._jobs[key] = job
+        return job
+
+    def finish(self, key: str | None, job: Job) -> None:
+        with self._lock:
+            if key and self._jobs.get(key) is job:
+                del self._jobs[key]
+
+    def cancel(self, key: str | None) -> Job | None:
+        with self._lock:
+            job = self._jobs.pop(key, None) if key else None
+        if job is not None:
+            job.flag.set()
+        return job
+
+
+JOBS = Jobs()
+
+
+def ar_ms_per_token(target: str, prompt: str, tokens: int = 4) -> float:
+    """This machine's plain AR cost per token for `target`: the median of AR timings cached for the page's
+    runs when there are any, else a few AR steps of `prompt` timed now (well under a second)."""
+    known = BASELINES.recent_ms(target)
+    if known:
+        return known
+    t = ARTimer(target, prompt, SamplingConfig(), tokens)
+    ms = t.advance(tokens).token_ms
+    return statistics.median(ms) if ms else 100.0
