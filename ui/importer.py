@@ -9,16 +9,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.trace import (AutoChoice, DraftNode, ExitTrace, LevelTrace, PrunedCandidate, StepTrace,
-                        TargetChoice)
+from core.trace import StepTrace, TraceFormatError
 from ui.run import Run, RunConfig
-from viz.stats import RunStats, run_stats
+from core.metrics import RunStats, run_stats
 
-NESTED = {"nodes": DraftNode, "choices": TargetChoice, "levels": LevelTrace, "pruned": PrunedCandidate,
-          "exits": ExitTrace}
 CONFIG_KEYS = ("method", "prompt", "temperature", "seed", "max_new_tokens", "target", "draft", "drafter")
 HOW = "export a run with “Export trace JSON” and import that file"
 
@@ -33,36 +30,12 @@ def max_bytes() -> int:
     return int(float(value) * 2**20) if value.replace(".", "", 1).isdigit() else 20 * 2**20
 
 
-def make(cls, d, what: str):
-    """A trace dataclass from its dict; unknown keys are ignored, missing ones are a BadTrace."""
-    if not isinstance(d, dict):
-        raise BadTrace(f"not a SpecScope trace: {what} is not an object; {HOW}")
-    names = {f.name for f in fields(cls)}
-    try:
-        return cls(**{k: v for k, v in d.items() if k in names})
-    except TypeError as exc:
-        missing = str(exc).split("argument")[-1].strip(": ") or str(exc)
-        raise BadTrace(f"not a SpecScope trace: {what} lacks {missing}; {HOW}") from None
-
-
 def step_from_dict(d, i: int) -> StepTrace:
-    """The inverse of StepTrace.to_dict for one exported step."""
-    if not isinstance(d, dict):
-        raise BadTrace(f"not a SpecScope trace: step {i + 1} is not an object; {HOW}")
-    d = dict(d)
-    for key, cls in NESTED.items():
-        items = d.get(key) or []
-        if not isinstance(items, list):
-            raise BadTrace(f"not a SpecScope trace: step {i + 1}'s {key} is not a list; {HOW}")
-        d[key] = [make(cls, x, f"step {i + 1}'s {key}[{j}]") for j, x in enumerate(items)]
-    if d.get("auto") is not None:
-        auto = make(AutoChoice, d["auto"], f"step {i + 1}'s auto")
-        auto.predicted = [tuple(p) for p in auto.predicted or []]
-        d["auto"] = auto
-    step = make(StepTrace, d, f"step {i + 1}")
-    if not isinstance(step.index, int) or not isinstance(step.tau, int) or not isinstance(step.committed_texts, list):
-        raise BadTrace(f"not a SpecScope trace: step {i + 1} has the wrong field types; {HOW}")
-    return step
+    """One exported step read back (core/trace.py), its problems in the visitor's words."""
+    try:
+        return StepTrace.from_dict(d, f"step {i + 1}")
+    except TraceFormatError as exc:
+        raise BadTrace(f"not a SpecScope trace: {exc}; {HOW}") from None
 
 
 def read_json(path: str | Path) -> dict:
