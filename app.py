@@ -4,6 +4,7 @@ the embedded models and prints its URL (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT 
 Layout and wiring only: handlers live in ui/handlers.py and ui/tab_handlers.py, figures in viz/."""
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 from pathlib import Path
@@ -12,17 +13,17 @@ import gradio as gr
 
 from ui import learn
 from ui.examples import default_prompt, example_prompts
-from ui.handlers import (PLAY, apply_preset, export_trace, remeasure, reset_exit, reset_tree, set_speed,
-                         specbound_extras, specbound_import, specbound_load, specbound_replay, specbound_step,
-                         talon_extras, talon_import, talon_load, talon_replay, talon_step, tick, toggle_play)
-from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
+from ui import handlers as h
+from ui.handlers import PLAY, export_trace, remeasure, set_speed, toggle_play
+from ui.knobs import SAMPLING_KNOBS, Knob
 from ui.limits import CACHES, state_capacity, state_ttl_s
-from ui.models import DEFAULT_DRAFTER, model_box_info
+from ui.models import model_box_info
 from ui.preview import PREVIEW
-from ui.share import apply_link, specbound_link, talon_link
+from ui.share import FIELDS, apply_link, share_query
 from ui.tab_handlers import (COMPARE_HEADERS, cancel_compare, cancel_sweep, cost_curve, load_models, run_compare, run_sweep,
                              sweep_defaults)
 from ui.tune import SWEEPS, symbol
+from ui.view_specs import VIEWS, ViewSpec, drafter_input
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
 HEAD = "<script>" + (Path(__file__).parent / "assets" / "app.js").read_text(encoding="utf-8") + "</script>"
@@ -46,18 +47,7 @@ def knob_input(k: Knob):
                      elem_classes="ss-knob", min_width=200)
 
 
-DRAFTER_CHOICES = [(label, name) for label, name in [
-    ("eagle3 (head on the target's features)", "eagle3"), ("model (1-layer draft LM)", "model"),
-    ("lookup (n-gram in the text)", "lookup")] if name != "eagle3" or DEFAULT_DRAFTER == "eagle3"]  # head shipped?
-
-
-def drafter_input(elem_id: str) -> gr.Radio:
-    """Who proposes the draft tree; changing it starts a fresh run like any knob."""
-    return gr.Radio(DRAFTER_CHOICES, value=DEFAULT_DRAFTER, label="drafter", elem_id=elem_id,
-                    info="where q comes from; the static tree beside it uses the same drafter")
-
-
-def outcomes_block(state, prefix: str) -> list:
+def outcomes_block(state, prefix: str) -> dict:
     """Text, τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view."""
     gr.Markdown("### Outcomes")
     text = gr.HTML(elem_classes="ss-outcome-text", elem_id=f"{prefix}-text")
@@ -69,7 +59,7 @@ def outcomes_block(state, prefix: str) -> list:
     again.click(remeasure, [state], [stats], api_name=f"{prefix}_remeasure", concurrency_id=ENGINE)
     with gr.Accordion("Learn: is it faster, and is it exact?", open=False):
         gr.Markdown(learn.SPEEDUP + "\n\n" + learn.LOSSLESS)
-    return [text, timeline, scatter, stats]
+    return dict(text=text, timeline=timeline, scatter=scatter, stats=stats)
 
 
 def example_label(prompt: str) -> str:
@@ -100,38 +90,60 @@ def speed_timer() -> tuple:
     return speed, gr.Timer(0.8, active=False)
 
 
-def wire_stepping(name: str, buttons: tuple, replay, inputs: list, outputs: list, extras: dict, fns: tuple,
-                  view, text) -> None:
-    """Step / Play / Reset / replay of a stepping tab. `outputs[0]` is the session state, `extras` the slower
-    figures drawn after each step, `view` a display toggle that redraws the shown step from stored traces,
-    `text` the generated text that Play streams token by token."""
-    step_fn, reset_fn, replay_fn = fns
-    step, play, reset, speed, timer = buttons
-    state = outputs[0]
-    after = dict(extras, api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
-    step.click(step_fn, inputs, outputs, api_name=f"{name}_step", concurrency_id=ENGINE).success(**after)
-    timer.tick(tick(step_fn, len(outputs), outputs.index(text)), inputs, outputs + [timer, play],
-               api_visibility="private", concurrency_id=ENGINE, trigger_mode="once",
-               show_progress="hidden").then(**after)
-    play.click(toggle_play, [play, speed], [timer, play], api_visibility="private")
-    speed.change(set_speed, [speed], [timer], api_visibility="private")
-    reset.click(reset_fn, [state, view], outputs + [timer, play], api_name=f"{name}_reset")
-    replay.input(replay_fn, [state, replay, view], outputs[1:], api_name=f"{name}_replay", trigger_mode="always_last")
-    view.change(replay_fn, [state, replay, view], outputs[1:], api_visibility="private")
+def named(fn, inputs: tuple[str, ...], outputs: tuple[str, ...], c: dict) -> dict:
+    """Gradio calls a handler with its inputs in order and wants its outputs in order; our handlers take
+    and return values by name. A name the handler leaves out is left as it is on the page."""
+    def ordered(update: dict):
+        values = tuple(update.get(n, gr.skip()) for n in outputs)
+        return values[0] if len(values) == 1 else values  # Gradio takes one output bare
+
+    if inspect.isgeneratorfunction(fn):
+        def call(*values):
+            for update in fn(**dict(zip(inputs, values))):
+                yield ordered(update)
+    else:
+        def call(*values):
+            return ordered(fn(**dict(zip(inputs, values))))
+    call.__name__ = getattr(fn, "__name__", "handler")
+    return dict(fn=call, inputs=[c[n] for n in inputs], outputs=[c[n] for n in outputs])
+
+
+def wire_stepping(spec: ViewSpec, c: dict) -> None:
+    """Step / Play / Reset / replay / display options / import of a stepping view, all by name."""
+    outs, options = spec.outputs, spec.options
+    playing = outs + ("timer", "play")
+    after = dict(**named(lambda **v: h.extras(spec, **v), ("run", *spec.extras_inputs), spec.extras, c),
+                 api_visibility="private", concurrency_id=ENGINE, show_progress="hidden")
+    c["step"].click(**named(lambda **v: h.step(spec, **v), spec.step_inputs, outs, c), api_name=f"{spec.name}_step",
+                    concurrency_id=ENGINE).success(**after)
+    c["timer"].tick(**named(h.tick(spec), spec.step_inputs, playing, c), api_visibility="private",
+                    concurrency_id=ENGINE, trigger_mode="once", show_progress="hidden").then(**after)
+    c["play"].click(toggle_play, [c["play"], c["speed"]], [c["timer"], c["play"]], api_visibility="private")
+    c["speed"].change(set_speed, [c["speed"]], [c["timer"]], api_visibility="private")
+    c["reset"].click(**named(lambda **v: h.reset(spec, **v), ("run", *options), playing, c),
+                     api_name=f"{spec.name}_reset")
+    replay = named(lambda **v: h.replay(spec, **v), ("run", "replay", *options), outs[1:], c)
+    c["replay"].input(**replay, api_name=f"{spec.name}_replay", trigger_mode="always_last")
+    for name in options:  # a display option redraws the shown step from stored traces
+        c[name].change(**replay, api_visibility="private")
+    c["path"].upload(**named(lambda **v: h.import_run(spec, **v), ("run", "path", *options), playing, c),
+                     api_name=f"{spec.name}_import")
+    c["share"].click(**named(lambda **v: {"link": share_query(spec.name, v)}, tuple(FIELDS[spec.name]), ("link",), c),
+                     api_name=f"{spec.name}_link").then(None, [c["link"]], [c["link"]], js=COPY_JS)
 
 
 COPY_JS = ("(q) => { const u = location.origin + location.pathname + q; "
            "try { navigator.clipboard.writeText(u).catch(() => {}); } catch (e) {} return u; }")
 
 
-def share_row(prefix: str, fields: list, fn) -> None:
+def share_row(prefix: str) -> tuple:
     """Copy link: the view's prompt and knobs as query parameters (ui/share.py); the browser adds its own
     address, so the link is right behind a proxy too, and copies it where the clipboard is allowed."""
     with gr.Row(equal_height=True):
         btn = gr.Button("Copy link to these settings", size="sm", elem_id=f"{prefix}-share", min_width=140)
         link = gr.Textbox(show_label=False, placeholder="a link that opens the page with this prompt and these knobs",
                           buttons=["copy"], interactive=False, elem_id=f"{prefix}-link", scale=4)
-    btn.click(fn, fields, [link], api_name=f"{prefix}_link").then(None, [link], [link], js=COPY_JS)
+    return btn, link
 
 
 def export_block(state, api_name: str, prefix: str) -> gr.File:
@@ -148,78 +160,44 @@ def export_block(state, api_name: str, prefix: str) -> gr.File:
     return upload
 
 
-def talon_tab(models: list) -> tuple[dict, gr.State]:
-    state = run_state()
-    prompt, step, play, reset = prompt_row("talon")
-    with gr.Row(equal_height=False):
-        tree = gr.Plot(show_label=False, elem_id="talon-tree", min_width=300)
-        static = gr.Plot(show_label=False, elem_id="static-tree", min_width=300)
-    budget, levels = gr.HTML(), gr.HTML(elem_classes="ss-scroll")
-    replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="talon-replay")
-    with gr.Accordion("Knobs", open=True, elem_id="talon-knobs"):
+def stepping_tab(spec: ViewSpec, models: dict) -> dict:
+    """One stepping view from its spec: prompt and buttons, the spec's panels, replay, knobs and controls,
+    the outcomes, export / import and Learn; returns its components by name."""
+    c: dict = {"run": run_state(), **models}
+    c["prompt"], c["step"], c["play"], c["reset"] = prompt_row(spec.name)
+    rows: dict[int, list] = {}
+    for panel in spec.panels:
+        rows.setdefault(panel.row, []).append(panel)
+    for row in sorted(rows):
+        if len(rows[row]) == 1:
+            c[rows[row][0].name] = rows[row][0].make(spec.name)
+            continue
+        with gr.Row(equal_height=False):
+            for panel in rows[row]:
+                c[panel.name] = panel.make(spec.name)
+    c["replay"] = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False,
+                            elem_id=f"{spec.name}-replay")
+    with gr.Accordion("Knobs", open=True, elem_id=f"{spec.name}-knobs"):
         with gr.Row():
-            preset = gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)
-            drafter = drafter_input("talon-drafter")
-            speed, timer = speed_timer()
+            for control in spec.controls:
+                c[control.name] = control.make(spec.name)
+            c["speed"], c["timer"] = speed_timer()
         with gr.Row():
-            knobs = [knob_input(k) for k in TALON_KNOBS]
+            for k in spec.knobs:
+                c[k.name] = knob_input(k)
         with gr.Row():
-            sampling = [knob_input(k) for k in SAMPLING_KNOBS]
-        with gr.Row():
-            show_pruned = gr.Checkbox(True, label="show pruned candidates (faint)")
-            with_static = gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)")
-            auto = gr.Checkbox(False, label="auto: choose N per step for this machine (N above is the cap)",
-                               elem_id="talon-auto")
-        link_fields = [prompt, *knobs, *sampling, drafter, auto]  # ui.share.FIELDS["talon"] order
-        share_row("talon", link_fields, talon_link)
-    outs = outcomes_block(state, "talon")
-    trace = gr.JSON(label="this step's trace", open=False)
-    upload = export_block(state, "export_talon", "talon")
-    with gr.Accordion("Learn: steps, trees, the gate, drafters and hardware", open=False):
-        gr.Markdown("\n\n".join([learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS]))
-    inputs = [state, prompt, *knobs, *sampling, *models, show_pruned, drafter, auto]
-    outputs = [state, tree, static, budget, levels, *outs, replay, trace]
-    extras = dict(fn=talon_extras, inputs=[state, show_pruned, with_static], outputs=[static, outs[2], outs[3]])
-    wire_stepping("talon", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
-                  fns=(talon_step, reset_tree, talon_replay), view=show_pruned, text=outs[0])
-    preset.change(apply_preset, [preset], knobs + [auto], api_visibility="private")
-    upload.upload(talon_import, [state, upload, show_pruned], outputs + [timer, play], api_name="talon_import")
-    return dict(fn=talon_load, inputs=[show_pruned], outputs=outputs[1:]), state, link_fields  # load: preview
-
-
-def specbound_tab(models: list) -> tuple[dict, list]:
-    state = run_state()
-    prompt, step, play, reset = prompt_row("specbound")
-    heatmap = gr.Plot(show_label=False, elem_id="specbound-heatmap")
-    with gr.Row(equal_height=False):
-        bars = gr.Plot(show_label=False, elem_id="specbound-bars", min_width=300)
-        why = gr.HTML(min_height=0)
-    replay = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False, elem_id="specbound-replay")
-    with gr.Accordion("Knobs", open=True, elem_id="specbound-knobs"):
-        with gr.Row():
-            knobs = [knob_input(k) for k in SPECBOUND_KNOBS]
-            exit_layers = gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
-                                     info="e.g. 2,4: the only layers with an exit check", elem_id="specbound-exit-layers")
-        with gr.Row():
-            sampling = [knob_input(k) for k in SAMPLING_KNOBS]
-        with gr.Row():
-            annealed = gr.Radio([("annealed", True), ("raw", False)], value=True, label="confidence shown")
-            speed, timer = speed_timer()
-        link_fields = [prompt, *knobs, *sampling, exit_layers]  # ui.share.FIELDS["specbound"] order
-        share_row("specbound", link_fields, specbound_link)
-    outs = outcomes_block(state, "specbound")
-    trace = gr.JSON(label="this step's trace", open=False)
-    upload = export_block(state, "export_specbound", "specbound")
-    with gr.Accordion("Learn: ACT and BSCS", open=False):
-        gr.Markdown("\n\n".join([learn.STEP, learn.ACT, learn.BSCS, learn.KEYS]))
-    inputs = [state, prompt, *knobs, *sampling, models[0], annealed, exit_layers]
-    outputs = [state, heatmap, bars, why, *outs, replay, trace]
-    extras = dict(fn=specbound_extras, inputs=[state, annealed], outputs=[outs[3]])
-    wire_stepping("specbound", (step, play, reset, speed, timer), replay, inputs, outputs, extras,
-                  fns=(specbound_step, reset_exit, specbound_replay), view=annealed, text=outs[0])
-    upload.upload(specbound_import, [state, upload, annealed], outputs + [timer, play],
-                  api_name="specbound_import")
-    return dict(fn=specbound_load, inputs=[annealed], outputs=outputs[1:]), link_fields
+            for k in SAMPLING_KNOBS:
+                c[k.name] = knob_input(k)
+        c["share"], c["link"] = share_row(spec.name)
+    c.update(outcomes_block(c["run"], spec.name))
+    c["trace"] = gr.JSON(label="this step's trace", open=False)
+    c["path"] = export_block(c["run"], f"export_{spec.name}", spec.name)
+    with gr.Accordion(spec.learn[0], open=False):
+        gr.Markdown("\n\n".join(spec.learn[1:]))
+    wire_stepping(spec, c)
+    if spec.wire is not None:
+        spec.wire(c)
+    return c
 
 
 def compare_tab(models: list) -> None:
@@ -289,20 +267,21 @@ def build_demo() -> gr.Blocks:
             msg = gr.Markdown()
             load.click(load_models, [target, draft], [msg], api_visibility="private", concurrency_id=ENGINE)
         models = [target, draft]
+        views = {}
         with gr.Tabs() as tabs:
-            with gr.Tab("TALON", id="talon"):
-                talon_load_, talon_state, talon_fields = talon_tab(models)
-                loads = [talon_load_]
-            with gr.Tab("SpecBound", id="specbound"):
-                specbound_load_, specbound_fields = specbound_tab(models)
-                loads.append(specbound_load_)
+            for spec in VIEWS.values():
+                with gr.Tab(spec.title, id=spec.name):
+                    views[spec.name] = stepping_tab(spec, {"target": target, "draft": draft})
             with gr.Tab("Compare", id="compare"):
                 compare_tab(models)
             with gr.Tab("Tune", id="tune"):
-                tune_tab(models, talon_state)
-        for load in loads:  # waits for the start-up step, outside the engine's queue slots
-            demo.load(**load, api_visibility="private", show_progress="hidden", concurrency_limit=None)
-        demo.load(apply_link, None, [tabs, link_msg, *talon_fields, *specbound_fields], api_visibility="private",
+                tune_tab(models, views["talon"]["run"])
+        for spec in VIEWS.values():  # the start-up step, waited for outside the engine's queue slots
+            c = views[spec.name]
+            demo.load(**named(lambda spec=spec, **v: h.load(spec, **v), spec.options, spec.outputs[1:], c),
+                      api_visibility="private", show_progress="hidden", concurrency_limit=None)
+        fields = [views[name][n] for name in ("talon", "specbound") for n in FIELDS[name]]
+        demo.load(apply_link, None, [tabs, link_msg, *fields], api_visibility="private",
                   show_progress="hidden", concurrency_limit=None)  # a shared link fills the knobs
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo

@@ -9,19 +9,24 @@ import pytest
 
 from ui import handlers as h
 from ui.examples import default_prompt
-from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, validate
+from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, apply_preset, validate
 from ui.models import DEFAULT_DRAFTER, resolve
 from ui.tab_handlers import cancel_compare, cancel_sweep, cost_curve, run_compare, run_sweep
+from ui.view_specs import VIEWS
 from viz.cost_fig import cost_curve_figure
 
 PROMPT = default_prompt()
 TALON = dict(N=16, K=4, mu=0.05, k_init=1, temperature=0.0, seed=0, max_new_tokens=12)
+SPECBOUND = dict(alpha=1.0, tau_exit=0.6, d_max=6, w_max=4, temperature=0.0, seed=0, max_new_tokens=8)
 
 
-def step(run, prompt=PROMPT, **kw):
-    k = {**TALON, **kw}
-    return h.talon_step(run, prompt, k["N"], k["K"], k["mu"], k["k_init"], k["temperature"], k["seed"],
-                        k["max_new_tokens"])
+def step(run, prompt=PROMPT, **kw) -> dict:
+    """One TALON step through the handler, every value by name; the view's outputs come back by name."""
+    return h.step(VIEWS["talon"], run=run, prompt=prompt, **{**TALON, **kw})
+
+
+def sb_step(run, prompt=PROMPT, **kw) -> dict:
+    return h.step(VIEWS["specbound"], run=run, prompt=prompt, **{**SPECBOUND, **kw})
 
 
 def n_nodes(fig):
@@ -30,17 +35,19 @@ def n_nodes(fig):
 
 def test_step_draws_tree_and_returns_trace():
     out = step(None)
-    run = out[0]
+    run = out["run"]
     assert len(run.traces) == 1
-    assert n_nodes(out[1]) == len(run.traces[0].nodes) > 0
-    assert out[-1]["index"] == 0 and out[-1]["method"] == "talon"
-    assert "of N = 16" in out[3]
+    assert n_nodes(out["tree"]) == len(run.traces[0].nodes) > 0
+    assert out["trace"]["index"] == 0 and out["trace"]["method"] == "talon"
+    assert "of N = 16" in out["budget"]
+    assert [b.name for b in out["acceptance"].data][0].startswith("accepted")  # the view added by its spec
 
 
 def test_static_side_by_side_leaves_the_session_text_alone():
-    run = step(None)[0]
+    run = step(None)["run"]
     ids = list(run.session.ids)
-    static, scatter, stats = h.talon_extras(run)
+    extras = h.extras(VIEWS["talon"], run=run)
+    static, scatter, stats = extras["static"], extras["scatter"], extras["stats"]
     assert run.session.ids == ids and len(run.traces) == 1
     assert run.shadows[0].method == "static" and run.shadows[0].context_len == run.traces[0].context_len
     assert n_nodes(static) == len(run.shadows[0].nodes) <= 16
@@ -51,16 +58,16 @@ def test_static_side_by_side_leaves_the_session_text_alone():
 def test_replay_redraws_stored_steps_without_stepping():
     run = None
     for _ in range(3):
-        run = step(run)[0]
-    outs = h.talon_replay(run, 1)
-    assert len(run.traces) == 3
-    assert n_nodes(outs[0]) == len(run.traces[0].nodes)
-    assert outs[-1]["index"] == 0
-    assert h.talon_replay(run, 99)[-1]["index"] == 2  # out of range: the latest step
+        run = step(run)["run"]
+    outs = h.replay(VIEWS["talon"], run=run, replay=1)
+    assert len(run.traces) == 3 and "run" not in outs  # replay never touches the state
+    assert n_nodes(outs["tree"]) == len(run.traces[0].nodes)
+    assert outs["trace"]["index"] == 0
+    assert h.replay(VIEWS["talon"], run=run, replay=99)["trace"]["index"] == 2  # out of range: the latest step
 
 
 def test_bad_inputs_give_clear_errors_and_keep_the_session():
-    run = step(None)[0]
+    run = step(None)["run"]
     with pytest.raises(gr.Error, match="prompt is empty"):
         step(run, prompt="   ")
     with pytest.raises(gr.Error, match=r"N \(node budget\) must be between 1 and 128"):
@@ -69,38 +76,37 @@ def test_bad_inputs_give_clear_errors_and_keep_the_session():
         step(run, mu=5)
     with pytest.raises(gr.Error, match="temperature"):
         step(run, temperature=-1)
-    again = step(run)[0]
+    again = step(run)["run"]
     assert again is run and len(run.traces) == 2
 
 
 def test_changed_settings_start_a_new_run():
-    run = step(None)[0]
-    other = step(run, N=8)[0]
+    run = step(None)["run"]
+    other = step(run, N=8)["run"]
     assert other is not run and len(other.traces) == 1
 
 
 def test_finished_run_warns_instead_of_failing():
     run = None
     for _ in range(12):
-        run = step(run, max_new_tokens=3)[0]
+        run = step(run, max_new_tokens=3)["run"]
         if run.done:
             break
     assert run.done
     n = len(run.traces)
     with pytest.warns(UserWarning, match="finished"):
         out = step(run, max_new_tokens=3)
-    assert out[0] is run and len(run.traces) == n
+    assert out["run"] is run and len(run.traces) == n
 
 
-def play(on_tick, args: tuple, ticks: int = 40) -> tuple:
+def play(on_tick, values: dict, ticks: int = 40) -> tuple:
     """Tick like the page's timer until playing stops; returns (run, every update yielded, in order)."""
     run, updates = None, []
     for _ in range(ticks):
-        for update in on_tick(run, *args):
+        for update in on_tick(**values, run=run):
             updates.append(update)
-            if update[0] is not None and not isinstance(update[0], dict):  # gr.skip() is a dict
-                run = update[0]
-        if isinstance(updates[-1][-2], gr.Timer):
+            run = update.get("run", run)
+        if "timer" in updates[-1]:
             break
     return run, updates
 
@@ -113,12 +119,12 @@ def test_play_ticks_until_done_then_stops_the_timer(monkeypatch):
     monkeypatch.setattr(h, "REVEAL_S", 0.0)
     timer, button = h.toggle_play(h.PLAY, 0.5)
     assert timer.active and button.value == h.PAUSE
-    on_tick = h.tick(h.talon_step, 11, 5)
-    args = (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 3)
-    run, updates = play(on_tick, args, 6)
-    assert run.done and updates[-1][-2].active is False and updates[-1][-1].value == h.PLAY
-    bad = list(on_tick(None, "", *args[1:]))  # an error stops playing instead of repeating
-    assert len(bad) == 1 and bad[0][-2].active is False
+    on_tick = h.tick(VIEWS["talon"])
+    values = dict(prompt=PROMPT, **{**TALON, "max_new_tokens": 3})
+    run, updates = play(on_tick, values, 6)
+    assert run.done and updates[-1]["timer"].active is False and updates[-1]["play"].value == h.PLAY
+    bad = list(on_tick(**{**values, "prompt": ""}, run=None))  # an error stops playing instead of repeating
+    assert len(bad) == 1 and bad[0]["timer"].active is False
 
 
 def test_play_streams_the_text_token_by_token_and_ends_at_ar_greedy(monkeypatch):
@@ -126,8 +132,8 @@ def test_play_streams_the_text_token_by_token_and_ends_at_ar_greedy(monkeypatch)
     from core.engine import Session
     from ui.models import get_models
     monkeypatch.setattr(h, "REVEAL_S", 0.0)
-    run, updates = play(h.tick(h.talon_step, 11, 5), (PROMPT, 16, 4, 0.05, 1, 0.0, 0, 24))
-    texts = [plain(u[5]) for u in updates if isinstance(u[5], str)]
+    run, updates = play(h.tick(VIEWS["talon"]), dict(prompt=PROMPT, **{**TALON, "max_new_tokens": 24}))
+    texts = [plain(u["text"]) for u in updates if "text" in u]
     assert run.done and len(texts) > len(run.traces) >= 2  # more updates than steps: tokens stream within a step
     assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))  # each shown text extends the one before
     assert [len(b) > len(a) for a, b in zip(texts, texts[1:])].count(False) == 0  # one more token each time
@@ -139,12 +145,12 @@ def test_play_streams_the_text_token_by_token_and_ends_at_ar_greedy(monkeypatch)
 
 
 def test_reset_forgets_the_run():
-    out = h.reset_tree(step(None)[0])
-    assert out[0] is None and out[-2].active is False and out[-1].value == h.PLAY
+    out = h.reset(VIEWS["talon"], run=step(None)["run"])
+    assert out["run"] is None and out["timer"].active is False and out["play"].value == h.PLAY
 
 
 def test_export_trace_file_and_data(tmp_path):
-    run = step(step(None)[0])[0]
+    run = step(step(None)["run"])["run"]
     path, data = h.export_trace(run)
     with open(path, encoding="utf-8") as f:
         saved = json.load(f)
@@ -156,11 +162,12 @@ def test_export_trace_file_and_data(tmp_path):
 
 
 def test_specbound_step_heatmap_and_replay():
-    run, heatmap, bars, why = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8)[:4]
+    out = sb_step(None)
+    run, heatmap, why = out["run"], out["heatmap"], out["why"]
     assert run.traces[0].method == "specbound"
     assert heatmap.data[0].type == "heatmap" and len(heatmap.data[0].z) == run.traces[0].specbound.num_layers
     assert "Drafting stopped" in why
-    raw = h.specbound_replay(run, 1, False)[0]
+    raw = h.replay(VIEWS["specbound"], run=run, replay=1, annealed=False)["heatmap"]
     assert "raw" in raw.layout.title.text
 
 
@@ -185,12 +192,12 @@ def test_model_box_accepts_embedded_and_hub_ids():
 
 def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():
     from ui.baseline import BASELINES
-    run = step(step(None)[0])[0]
-    h.talon_extras(run, True, False)
+    run = step(step(None)["run"])["run"]
+    h.extras(VIEWS["talon"], run=run, with_static=False)
     assert len(run.base.token_ms) == len(run.session.output_ids) > 0  # AR timed over the run's positions
     assert run.base.output_ids == run.session.output_ids  # greedy: AR is the same text
-    other = step(None, prompt="import os\n")[0]
-    h.talon_extras(other, True, False)
+    other = step(None, prompt="import os\n")["run"]
+    h.extras(VIEWS["talon"], run=other, with_static=False)
     assert other.base.output_ids == other.session.output_ids != run.session.output_ids  # its own prompt's AR
     c = run.config
     kept = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens)
@@ -227,7 +234,7 @@ def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
     assert len(rest) == 1 and rest[0][0] == rows and "Cancelled after 1 of 6" in rest[0][2]  # what finished stays
     assert "Nothing to cancel" in cancel_compare(me)
     assert list(run_compare(PROMPT, 8, 0.0, request=me))[-1][0][-1][0] == "specbound"  # usable again
-    assert step(None)[0].traces  # and so is stepping
+    assert step(None)["run"].traces  # and so is stepping
 
 
 def test_tune_sweep_heatmaps():
@@ -254,35 +261,36 @@ def test_tune_cancel_keeps_the_cells_that_finished():
 def test_drafter_choice_changes_the_drafter_of_the_run_and_its_static_tree():
     runs = {}
     for name in ("model", "lookup") + (("eagle3",) if DEFAULT_DRAFTER == "eagle3" else ()):  # when its head ships
-        out = h.talon_step(runs.get("model"), PROMPT, 16, 4, 0.05, 1, 0.0, 0, 12, "embedded", "embedded", True, name)
-        run = runs[name] = out[0]
+        out = step(runs.get("model"), drafter=name)
+        run = runs[name] = out["run"]
         assert run.config.drafter == name and run.traces[0].drafter == name
-        assert f"on {name}" in out[1].layout.title.text and "Σp(u)" in out[1].layout.title.text
-        assert f"<b>{name}</b> proposed this tree" in out[3]
+        assert f"on {name}" in out["tree"].layout.title.text and "Σp(u)" in out["tree"].layout.title.text
+        assert f"<b>{name}</b> proposed this tree" in out["budget"]
     assert runs["lookup"] is not runs["model"]  # a changed drafter is a fresh run
-    h.talon_extras(runs["model"], True, True)
+    h.extras(VIEWS["talon"], run=runs["model"])
     assert runs["model"].shadows[0].drafter == "model"  # the static side-by-side drafts with the same drafter
     assert h.export_trace(runs["model"])[1]["config"]["drafter"] == "model"
     with pytest.raises(gr.Error, match="unknown drafter"):
-        h.talon_step(None, PROMPT, 16, 4, 0.05, 1, 0.0, 0, 12, "embedded", "embedded", True, "oracle")
+        step(None, drafter="oracle")
 
 
 def test_auto_preset_records_the_chosen_n_in_the_view_and_the_export():
     label = next(name for name in PRESETS if name.startswith("auto"))
-    values = h.apply_preset(label)
+    values = apply_preset(label)
     assert values[-1] is True and values[0] == 96  # N is the cap, the auto box is ticked
     run, out = None, None
+    knobs = dict(zip(("N", "K", "mu", "k_init"), values[:4]))
     for _ in range(3):
-        out = h.talon_step(run, PROMPT, *values[:4], 0.0, 0, 16, "embedded", "embedded", True, "model", values[-1])
-        run = out[0]
+        out = step(run, **knobs, max_new_tokens=16, drafter="model", auto=values[-1])
+        run = out["run"]
     chosen = run.traces[-1].auto
     assert chosen is not None and 1 <= chosen.N <= 96 and chosen.reason
     assert len(run.traces[-1].nodes) <= chosen.N
-    assert f"auto chose N = {chosen.N}" in out[3] and "N (chosen by auto)" in out[3]
-    assert out[-1]["auto"]["N"] == chosen.N  # this step's trace JSON
+    assert f"auto chose N = {chosen.N}" in out["budget"] and "N (chosen by auto)" in out["budget"]
+    assert out["trace"]["auto"]["N"] == chosen.N  # this step's trace JSON
     data = h.export_trace(run)[1]
     assert data["config"]["auto"] == 1 and all(s["auto"]["reason"] for s in data["steps"])
-    h.talon_extras(run, True, True)
+    h.extras(VIEWS["talon"], run=run)
     assert run.shadows[2].tree.N == chosen.N  # the static tree gets the budget auto chose
 
 
@@ -291,7 +299,7 @@ def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
     assert len(empty.data[0].x) >= 8 and all(ms > 0 for ms in empty.data[0].y)  # measured t_verify(n)
     run = None
     for _ in range(2):
-        run = step(run, N=16)[0]
+        run = step(run, N=16)["run"]
     fig = cost_curve(run)
     names = [t.name for t in fig.data]
     assert "chosen N = 16" in names and "modelled speed-up" in names
@@ -302,11 +310,12 @@ def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
 
 
 def test_specbound_exit_layers_knob_shows_the_checked_layers_and_their_cost():
-    run, _, _, why = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "2,4")[:4]
+    out = sb_step(None, exit_layers="2,4")
+    run, why = out["run"], out["why"]
     assert run.traces[0].specbound.exit_layers == [2, 4]
     assert "Exit checks at layers 2, 4" in why and "layer equivalents" in why
     with pytest.raises(gr.Error, match="exit layers"):
-        h.specbound_step(run, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8, "embedded", True, "two")
+        sb_step(run, exit_layers="two")
 
 
 def link_params(url: str) -> dict:
@@ -323,10 +332,10 @@ def opened(fields: list[str], updates) -> list:
 
 
 def test_share_link_round_trip_fills_the_same_knobs():
-    from ui.share import FIELDS, apply_link, specbound_link, talon_link
+    from ui.share import FIELDS, apply_link, share_query
     n_talon = len(FIELDS["talon"])
     talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.7, 3, 24, "lookup", True]
-    query = talon_link(*talon)
+    query = share_query("talon", dict(zip(FIELDS["talon"], talon)))
     assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query
     assert "max_new" not in query and "new=24" in query  # short names
     out = apply_link(gr.Request(query_params=link_params("http://host/" + query)))
@@ -334,12 +343,12 @@ def test_share_link_round_trip_fills_the_same_knobs():
     assert list(out[2:2 + n_talon]) == talon
     assert all(isinstance(v, dict) for v in out[2 + n_talon:])  # SpecBound's fields left alone
     sb = ["import os", 2.0, 0.75, 8, 3, 0.0, 0, 64, "2,4"]
-    query = specbound_link(*sb)
+    query = share_query("specbound", dict(zip(FIELDS["specbound"], sb)))
     assert "temp" not in query and "seed" not in query  # values at their defaults stay out of the link
     out = apply_link(gr.Request(query_params=link_params(query)))
     assert out[0].selected == "specbound" and opened(FIELDS["specbound"], out[2 + n_talon:]) == sb
     defaults = opened(FIELDS["specbound"], [{}] * len(FIELDS["specbound"]))
-    assert specbound_link(*defaults) == "?tab=specbound"
+    assert share_query("specbound", dict(zip(FIELDS["specbound"], defaults))) == "?tab=specbound"
 
 
 def test_share_link_clamps_and_ignores_with_a_visible_message():
@@ -359,33 +368,34 @@ def test_share_link_clamps_and_ignores_with_a_visible_message():
 def test_import_of_an_exported_trace_replays_the_same_steps():
     run = None
     for _ in range(3):
-        run = step(run)[0]
-    h.talon_extras(run)  # a static shadow for the latest step travels in the export too
+        run = step(run)["run"]
+    talon = VIEWS["talon"]
+    h.extras(talon, run=run)  # a static shadow for the latest step travels in the export too
     path, data = h.export_trace(run)
-    out = h.talon_import(run, path)
-    imported = out[0]
-    assert imported is not run and imported.live is run and "imported trace" in out[1].layout.title.text
-    assert "Imported trace" in out[8] and out[-2].active is False  # labelled, and Play stops
+    out = h.import_run(talon, run=run, path=path)
+    imported = out["run"]
+    assert imported is not run and imported.live is run and "imported trace" in out["tree"].layout.title.text
+    assert "Imported trace" in out["stats"] and out["timer"].active is False  # labelled, and Play stops
     for i in range(3):
-        shown = h.talon_replay(imported, i + 1)
-        assert json.loads(json.dumps(shown[-1])) == data["steps"][i]  # the same step, as exported
-        assert n_nodes(shown[0]) == len(run.traces[i].nodes)
-    assert h.talon_replay(imported, 3)[1].layout.title.text.startswith("STATIC")  # its static shadow
+        shown = h.replay(talon, run=imported, replay=i + 1)
+        assert json.loads(json.dumps(shown["trace"])) == data["steps"][i]  # the same step, as exported
+        assert n_nodes(shown["tree"]) == len(run.traces[i].nodes)
+    assert h.replay(talon, run=imported, replay=3)["static"].layout.title.text.startswith("STATIC")  # its shadow
     assert h.export_trace(imported)[1] == data  # re-exported unchanged
     with pytest.raises(gr.Error, match="timed elsewhere"):
         h.remeasure(imported)
     n = len(run.traces)
-    back = step(imported, max_new_tokens=24)[0]  # other settings: a fresh run, no longer the imported one
+    back = step(imported, max_new_tokens=24)["run"]  # other settings: a fresh run, no longer the imported one
     assert back is not imported and back is not run and len(back.traces) == 1
-    assert step(h.talon_import(run, path)[0])[0] is run  # same settings: the live run it kept goes on
+    assert step(h.import_run(talon, run=run, path=path)["run"])["run"] is run  # same settings: the live run goes on
     assert len(run.traces) == n + (0 if run.done else 1)
-    sb_run = h.specbound_step(None, PROMPT, 1.0, 0.6, 6, 4, 0.0, 0, 8)[0]
-    sb = h.specbound_import(None, h.export_trace(sb_run)[0])
-    assert sb[0].live is None and "imported trace" in sb[1].layout.title.text
+    sb_run = sb_step(None)["run"]
+    sb = h.import_run(VIEWS["specbound"], run=None, path=h.export_trace(sb_run)[0])
+    assert sb["run"].live is None and "imported trace" in sb["heatmap"].layout.title.text
 
 
 def test_import_of_a_bad_file_says_why_in_one_line(tmp_path, monkeypatch):
-    run = step(None)[0]
+    run = step(None)["run"]
     good = json.loads(open(h.export_trace(run)[0], encoding="utf-8").read())
     cases = {
         "notjson.json": ("{not json", "not JSON"),
@@ -401,10 +411,10 @@ def test_import_of_a_bad_file_says_why_in_one_line(tmp_path, monkeypatch):
         p = tmp_path / name
         (p.write_bytes if isinstance(content, bytes) else p.write_text)(content)
         with pytest.raises(gr.Error) as err:
-            h.talon_import(run, str(p))
+            h.import_run(VIEWS["talon"], run=run, path=str(p))
         assert message in err.value.message and "\n" not in err.value.message, (name, err.value.message)
         assert "Traceback" not in err.value.message
     monkeypatch.setenv("SPECSCOPE_IMPORT_MAX_MB", "0.001")
     with pytest.raises(gr.Error, match="MB; an exported trace is at most"):
-        h.talon_import(run, h.export_trace(run)[0])
-    assert step(run)[0] is run and len(run.traces) == 2  # the session was never lost
+        h.import_run(VIEWS["talon"], run=run, path=h.export_trace(run)[0])
+    assert step(run)["run"] is run and len(run.traces) == 2  # the session was never lost

@@ -12,12 +12,13 @@ import gradio as gr
 from core.engine import SessionError
 from ui.gpu import gpu
 from ui.importer import ImportedRun, import_trace
-from ui.knobs import PRESETS, SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, validate
+from ui.knobs import SAMPLING_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER
+from ui.preview import preview_panels
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
-from ui.preview import specbound_preview, talon_preview
-from ui.views import ExitView, TreeView, clamp, exit_view, streamed_texts, tree_view
+from ui.view_specs import SAMPLING, ViewSpec
+from ui.views import clamp, outcome_panels, streamed_texts
 from viz.html import stats_html
 
 log = logging.getLogger("specscope")
@@ -90,80 +91,64 @@ def trace_json(run: Run | None, index: int | None) -> dict:
     return {} if index is None else run.traces[index].to_dict()
 
 
-def tree_outputs(run: Run | None, view: TreeView, index: int | None) -> tuple:
-    o = view.outcomes
-    return (run, view.tree, view.static, view.budget, view.levels, o.text, o.timeline, o.scatter, o.stats,
-            slider(run, index), trace_json(run, index))
+def view_outputs(spec: ViewSpec, run, index: int | None, options: dict) -> dict:
+    """Everything a stepping view shows for step `index` of `run`, by component name."""
+    return {"run": run, **spec.render(run, index, **options), **outcome_panels(run, index),
+            "replay": slider(run, index), "trace": trace_json(run, index)}
 
 
-def exit_outputs(run: Run | None, view: ExitView, index: int | None) -> tuple:
-    o = view.outcomes
-    return (run, view.heatmap, view.bars, view.why, o.text, o.timeline, o.scatter, o.stats,
-            slider(run, index), trace_json(run, index))
-
-
-@gpu
-@friendly
-def talon_step(run, prompt, N, K, mu, k_init, temperature, seed, max_new_tokens, target="embedded",
-               draft="embedded", show_pruned=True, drafter=DEFAULT_DRAFTER, auto=False) -> tuple:
-    """One TALON step (a new run when settings changed); the static tree and stats follow in talon_extras.
-    `auto`: N is chosen per step for this machine, with the N knob as the cap."""
-    cfg = make_config("talon", prompt, {"N": N, "K": K, "mu": mu, "k_init": k_init}, TALON_KNOBS,
-                      {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens}, target, draft,
-                      drafter, {"auto": 1} if auto else None)
-    run = advance(run, cfg)
-    index = clamp(run, None)
-    return tree_outputs(run, tree_view(run, index, show_pruned), index)
+def options_of(spec: ViewSpec, values: dict) -> dict:
+    """The view's display options among the named values (a missing one keeps its renderer's default)."""
+    return {name: values[name] for name in spec.options if name in values}
 
 
 @gpu
 @friendly
-def talon_extras(run: Run | None, show_pruned=True, with_static=True) -> tuple:
-    """Off the Step path: the static tree from the latest step's prefix, and the AR baseline for the stats."""
+def step(spec: ViewSpec, **values) -> dict:
+    """One step of the view's method (a new run when the prompt, knobs or model changed); the slower panels
+    follow in `extras`. Values by name: run, prompt, the spec's knobs, sampling, and its inputs."""
+    knobs = {k.name: values.get(k.name) for k in spec.knobs}
+    sampling = {name: values.get(name) for name in SAMPLING}
+    drafter, draft, extra = spec.config(values)
+    cfg = make_config(spec.name, values.get("prompt"), knobs, spec.knobs, sampling, values.get("target"), draft,
+                      drafter, extra or None)
+    run = advance(values.get("run"), cfg)
+    return view_outputs(spec, run, clamp(run, None), options_of(spec, values))
+
+
+@gpu
+@friendly
+def extras(spec: ViewSpec, run=None, **values) -> dict:
+    """Off the Step path: the view's own slower work (TALON: the static tree), then the AR baseline that
+    the stats need; returns the spec's `extras` panels."""
     if isinstance(run, ImportedRun):  # a failed tick left the imported trace on show: nothing to add to it
-        return gr.skip(), gr.skip(), gr.skip()
+        return {}
     index = clamp(run, None)
-    if index is None:
-        empty = tree_view(None, None)
-        return empty.static, empty.outcomes.scatter, empty.outcomes.stats
-    if with_static:
-        run.shadow(index, dict(run.config.knobs))
-    run.baseline()
-    view = tree_view(run, index, show_pruned)
-    return view.static, view.outcomes.scatter, view.outcomes.stats
+    if index is not None:
+        if spec.before_extras is not None:
+            spec.before_extras(run, index, values)
+        run.baseline()
+    out = view_outputs(spec, run, index, options_of(spec, values))
+    return {name: out[name] for name in spec.extras}
 
 
 @friendly
-def talon_replay(run: Run | None, step: int, show_pruned=True) -> tuple:
-    """Redraw step `step` (1-based) from stored traces; nothing is recomputed."""
-    index = clamp(run, None if step is None else int(step) - 1)
-    return tree_outputs(run, tree_view(run, index, show_pruned), index)[1:]
+def replay(spec: ViewSpec, run=None, replay=None, **values) -> dict:
+    """Redraw step `replay` (1-based) from stored traces; nothing is recomputed."""
+    index = clamp(run, None if replay is None else int(replay) - 1)
+    out = view_outputs(spec, run, index, options_of(spec, values))
+    del out["run"]
+    return out
 
 
-@gpu
-@friendly
-def specbound_step(run, prompt, alpha, tau_exit, d_max, w_max, temperature, seed, max_new_tokens,
-                   target="embedded", annealed=True, exit_layers="") -> tuple:
-    """`exit_layers`: e.g. "2,4", the only layers with an exit check; empty = every layer up to d_max."""
-    layers = (exit_layers or "").strip()
-    cfg = make_config("specbound", prompt, {"alpha": alpha, "tau_exit": tau_exit, "d_max": d_max, "w_max": w_max},
-                      SPECBOUND_KNOBS, {"temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens},
-                      target, "embedded", None, {"exit_layers": layers} if layers else None)
-    run = advance(run, cfg)
-    index = clamp(run, None)
-    return exit_outputs(run, exit_view(run, index, annealed), index)
+def reset(spec: ViewSpec, run=None, **values) -> dict:
+    """Forget the run (a fresh one starts on the next Step) and stop playing."""
+    return {**view_outputs(spec, None, None, options_of(spec, values)), **STOP_PLAYING}
 
 
-@gpu
-@friendly
-def specbound_extras(run: Run | None, annealed=True) -> str:
-    """Off the Step path: the AR baseline, then the stats panel that needs it."""
-    if isinstance(run, ImportedRun):
-        return gr.skip()
-    if clamp(run, None) is None:
-        return exit_view(None, None).outcomes.stats
-    run.baseline()
-    return exit_view(run, None, annealed).outcomes.stats
+def load(spec: ViewSpec, **values) -> dict:
+    """On page load: the start-up preview step, drawn without giving the visitor a run (state stays empty)."""
+    return preview_panels(spec.name, spec.render, **options_of(spec, values))
 
 
 @gpu
@@ -179,43 +164,14 @@ def remeasure(run: Run | None) -> str:
     return stats_html(run.stats())
 
 
-@friendly
-def specbound_replay(run: Run | None, step: int, annealed=True) -> tuple:
-    index = clamp(run, None if step is None else int(step) - 1)
-    return exit_outputs(run, exit_view(run, index, annealed), index)[1:]
-
-
-def talon_load(show_pruned=True) -> tuple:
-    """On page load: the start-up preview step, drawn without giving the visitor a run (state stays empty)."""
-    return tree_outputs(None, talon_preview(show_pruned), None)[1:]
-
-
-def specbound_load(annealed=True) -> tuple:
-    return exit_outputs(None, specbound_preview(annealed), None)[1:]
-
-
-def reset_tree(run: Run | None, show_pruned=True) -> tuple:
-    """Forget the run (a fresh one starts on the next Step) and stop playing."""
-    return tree_outputs(None, tree_view(None, None), None) + (gr.Timer(active=False), gr.Button(value=PLAY))
-
-
-def reset_exit(run: Run | None, annealed=True) -> tuple:
-    return exit_outputs(None, exit_view(None, None), None) + (gr.Timer(active=False), gr.Button(value=PLAY))
-
-
 PLAY, PAUSE = "▶ Play", "⏸ Pause"
-STOP_PLAYING = (gr.Timer(active=False), gr.Button(value=PLAY))  # for an import: it shows a replay, not a run
+STOP_PLAYING = {"timer": gr.Timer(active=False), "play": gr.Button(value=PLAY)}
 
 
 def toggle_play(label: str, speed: float) -> tuple:
     """Play starts the timer (one step per tick); Pause stops it."""
     playing = label == PLAY
     return gr.Timer(value=float(speed), active=playing), gr.Button(value=PAUSE if playing else PLAY)
-
-
-def apply_preset(name: str) -> list:
-    """The TALON knob values of a preset, in TALON_KNOBS order, then whether N is chosen per step (auto)."""
-    return [PRESETS[name][k.name] for k in TALON_KNOBS] + [bool(PRESETS[name].get("auto"))]
 
 
 def set_speed(speed: float) -> dict:
@@ -225,56 +181,44 @@ def set_speed(speed: float) -> dict:
 REVEAL_S = 0.5  # Play spends at most this long revealing one step's tokens, one at a time
 
 
-def tick(step_fn, outputs_len: int, text_at: int):
-    """A timer tick steps like the Step button, then streams the step's committed tokens into the text
-    (output `text_at`) one at a time; it stops playing when the run ends or fails. A generator: the first
-    update carries the new state, so the session is kept whatever happens to the later ones."""
-    stop = (gr.Timer(active=False), gr.Button(value=PLAY))
+def tick(spec: ViewSpec):
+    """A timer tick steps like the Step button, then streams the step's committed tokens into the text one
+    at a time; it stops playing when the run ends or fails. A generator of named updates: the first carries
+    the new state, so the session is kept whatever happens to the later ones."""
 
-    def on_tick(run, *args):
+    def on_tick(**values):
+        run = values.get("run")
         before = len(run.traces) if run is not None else 0
         try:
-            out = step_fn(run, *args)
+            out = step(spec, **values)
         except gr.Error as exc:
             gr.Warning(str(exc.message))
-            yield (gr.skip(),) * outputs_len + stop
+            yield dict(STOP_PLAYING)
             return
-        new = out[0]
-        tail = stop if new is not None and new.done else (gr.skip(), gr.skip())
+        new = out["run"]
         stepped = new is not None and (new is not run or len(new.traces) > before)
         frames = streamed_texts(new) if stepped else []
-        if not frames:
-            yield tuple(out) + tail
-            return
-        pause = REVEAL_S / (len(frames) + 1)
-        yield tuple(out[:text_at]) + (frames[0],) + tuple(out[text_at + 1:]) + (gr.skip(), gr.skip())
-        only_text = [gr.skip()] * outputs_len
-        for html in frames[1:] + [out[text_at]]:
-            time.sleep(pause)
-            only_text[text_at] = html
-            yield tuple(only_text) + (gr.skip(), gr.skip())
-        yield (gr.skip(),) * outputs_len + tail
-    on_tick.__name__ = f"{step_fn.__name__}_tick"
+        if frames:
+            pause = REVEAL_S / (len(frames) + 1)
+            yield {**out, "text": frames[0]}
+            for html in frames[1:] + [out["text"]]:
+                time.sleep(pause)
+                yield {"text": html}
+        else:
+            yield out
+        yield dict(STOP_PLAYING) if new is not None and new.done else {}
+    on_tick.__name__ = f"{spec.name}_tick"
     return on_tick
 
 
 @friendly
-@friendly
-def talon_import(run: Run | None, path: str | None, show_pruned=True) -> tuple:
-    """Replay an exported TALON trace from step 1; a bad file is one line and the session stays as it was."""
-    imported = import_trace(path, "talon", live(run))
+def import_run(spec: ViewSpec, run=None, path: str | None = None, **values) -> dict:
+    """Replay an exported trace of the view's method from step 1; a bad file is one line and the session
+    stays as it was."""
+    imported = import_trace(path, spec.name, live(run))
     try:
-        return tree_outputs(imported, tree_view(imported, 0, show_pruned), 0) + STOP_PLAYING
+        return {**view_outputs(spec, imported, 0, options_of(spec, values)), **STOP_PLAYING}
     except Exception as exc:  # shaped like a trace, but its values cannot be drawn
-        raise SessionError(f"the trace's steps could not be drawn ({type(exc).__name__}): is it an unedited export?")
-
-
-@friendly
-def specbound_import(run: Run | None, path: str | None, annealed=True) -> tuple:
-    imported = import_trace(path, "specbound", live(run))
-    try:
-        return exit_outputs(imported, exit_view(imported, 0, annealed), 0) + STOP_PLAYING
-    except Exception as exc:
         raise SessionError(f"the trace's steps could not be drawn ({type(exc).__name__}): is it an unedited export?")
 
 

@@ -78,3 +78,8 @@ def validate(knobs: list[Knob], values: dict) -> dict:
     if "mu" in out and out["mu"] <= 0:
         raise ValueError("μ must be > 0")
     return out
+
+
+def apply_preset(name: str) -> list:
+    """The TALON knob values of a preset, in TALON_KNOBS order, then whether N is chosen per step (auto)."""
+    return [PRESETS[name][k.name] for k in TALON_KNOBS] + [bool(PRESETS[name].get("auto"))]

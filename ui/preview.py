@@ -10,7 +10,7 @@ import threading
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.run import Run, RunConfig
-from ui.views import ExitView, TreeView, exit_view, tree_view
+from ui.views import outcome_panels
 from viz.html import message_html
 
 log = logging.getLogger("specscope")
@@ -61,18 +61,14 @@ class Preview:
 PREVIEW = Preview()
 
 
-def talon_preview(show_pruned: bool = True) -> TreeView:
-    run = PREVIEW.run("talon")
-    view = tree_view(run, 0 if run else None, show_pruned)
+def preview_panels(method: str, render, **options) -> dict:
+    """The start-up step of `method` drawn by its view's renderer, labelled as a preview, with the outcomes."""
+    run = PREVIEW.run(method)
+    index = 0 if run else None
+    out = {**render(run, index, **options), **outcome_panels(run, index)}
     if run is not None:
-        view.tree.layout.title.text += " · preview"
-        view.outcomes.stats = PREVIEW.note()
-    return view
-
-
-def specbound_preview(annealed: bool = True) -> ExitView:
-    run = PREVIEW.run("specbound")
-    view = exit_view(run, 0 if run else None, annealed)
-    if run is not None:
-        view.outcomes.stats = PREVIEW.note()
-    return view
+        first = next(iter(out.values()))
+        if hasattr(first, "layout") and first.layout.title.text:
+            first.layout.title.text += " · preview"
+        out["stats"] = PREVIEW.note()
+    return out

@@ -62,15 +62,6 @@ def share_query(method: str, values: dict) -> str:
     return "?" + urlencode(q, quote_via=quote, safe=",")
 
 
-def talon_link(*values) -> str:
-    """Copy link, TALON view: values in FIELDS['talon'] order."""
-    return share_query("talon", dict(zip(FIELDS["talon"], values)))
-
-
-def specbound_link(*values) -> str:
-    return share_query("specbound", dict(zip(FIELDS["specbound"], values)))
-
-
 @dataclass
 class Shared:
     """What a link asked for, after checking: the view, per-field values, and a line for each problem."""

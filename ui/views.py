@@ -2,41 +2,13 @@
 stored traces (replay never recomputes anything)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import plotly.graph_objects as go
-
 from ui.run import Run
 from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
 from viz.html import budget_html, levels_html, message_html, stats_html, text_html
 from viz.run_heatmap import run_heatmap
-from viz.outcome_figs import oracle_scatter, tau_delta_timeline
+from core.metrics import acceptance_by_depth
+from viz.outcome_figs import depth_acceptance_bars, oracle_scatter, tau_delta_timeline
 from viz.tree_fig import natural_height, tree_figure
-
-
-@dataclass
-class Outcomes:
-    text: str
-    timeline: go.Figure
-    scatter: go.Figure
-    stats: str
-
-
-@dataclass
-class TreeView:
-    tree: go.Figure
-    static: go.Figure
-    budget: str
-    levels: str
-    outcomes: Outcomes
-
-
-@dataclass
-class ExitView:
-    heatmap: go.Figure
-    bars: go.Figure
-    why: str
-    outcomes: Outcomes
 
 
 def clamp(run: Run | None, index: int | None) -> int | None:
@@ -47,18 +19,19 @@ def clamp(run: Run | None, index: int | None) -> int | None:
     return last if index is None else max(0, min(int(index), last))
 
 
-def outcomes(run: Run | None, index: int | None) -> Outcomes:
+def outcome_panels(run: Run | None, index: int | None) -> dict:
+    """Text, τ/δ timeline, (δ, τ) scatter and stats: under every stepping view."""
     if run is None or index is None:
-        return Outcomes(message_html("Press Step (or Play) to start."), tau_delta_timeline([]),
-                        oracle_scatter({}), message_html("No steps yet."))
+        return dict(text=message_html("Press Step (or Play) to start."), timeline=tau_delta_timeline([]),
+                    scatter=oracle_scatter({}), stats=message_html("No steps yet."))
     traces = run.traces
     series = {run.config.method: traces[: index + 1]}
     shadows = [run.shadows[i] for i in sorted(run.shadows) if i <= index]
     if shadows:
         series["static (same prefix)"] = shadows
     note = message_html(run.note) if run.note else ""
-    return Outcomes(text_html(run.prompt_text(), traces, index), tau_delta_timeline(traces, index),
-                    oracle_scatter(series), note + stats_html(run.stats()))
+    return dict(text=text_html(run.prompt_text(), traces, index), timeline=tau_delta_timeline(traces, index),
+                scatter=oracle_scatter(series), stats=note + stats_html(run.stats()))
 
 
 def streamed_texts(run: Run) -> list[str]:
@@ -81,7 +54,9 @@ def tau_text(trace) -> str:
     return f"τ = {trace.tau}{score}, δ = {trace.delta}"
 
 
-def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> TreeView:
+def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True) -> dict:
+    """The TALON view of one step: its tree, the static tree beside it, the budget, the levels table and
+    acceptance by depth over the run so far."""
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     shadow = None if index is None else run.shadows.get(index)
@@ -95,8 +70,9 @@ def tree_view(run: Run | None, index: int | None, show_pruned: bool = True) -> T
     else:
         static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={shadow.tree.depth}, "
                                                   f"N={shadow.tree.N}) · {tau_text(shadow)}", height)
-    return TreeView(tree_figure(trace, show_pruned, title, height), static, budget_html(trace), levels_html(trace),
-                    outcomes(run, index))
+    shown = [] if index is None else run.traces[: index + 1]
+    return dict(tree=tree_figure(trace, show_pruned, title, height), static=static, budget=budget_html(trace),
+                levels=levels_html(trace), acceptance=depth_acceptance_bars(acceptance_by_depth(shown)))
 
 
 def heads_note(trace) -> str:
@@ -120,7 +96,8 @@ def checks_note(trace) -> str:
             f"beside the layers run.")
 
 
-def exit_view(run: Run | None, index: int | None, annealed: bool = True) -> ExitView:
+def exit_panels(run: Run | None, index: int | None, annealed: bool = True) -> dict:
+    """The SpecBound view of one step: the run's layer × token heatmap, exit depths and why it stopped."""
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     why = message_html("No step yet.") if trace is None else (
@@ -129,4 +106,4 @@ def exit_view(run: Run | None, index: int | None, annealed: bool = True) -> Exit
     heatmap = confidence_heatmap(None) if trace is None else run_heatmap(run.traces, index, annealed)
     if trace is not None and run.label:
         heatmap.layout.title.text += run.label
-    return ExitView(heatmap, exit_bars(trace), why, outcomes(run, index))
+    return dict(heatmap=heatmap, bars=exit_bars(trace), why=why)

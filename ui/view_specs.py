@@ -1,0 +1,156 @@
+"""The stepping views, each declared once: its panels (what it draws), its controls, the renderer that fills
+the panels for a step, and the order of its API inputs. app.py builds every stepping tab from one of these
+with one builder, and ui/handlers.py steps, replays, resets, previews and imports any of them by name.
+
+Adding a view is one spec and one renderer; adding a panel to a view is one `Panel` and a key in its
+renderer's result (the TALON view's acceptance-by-depth bars were added that way)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gradio as gr
+
+from ui import learn
+from ui.knobs import PRESETS, SPECBOUND_KNOBS, TALON_KNOBS, Knob, apply_preset
+from ui.models import DEFAULT_DRAFTER
+from ui.views import exit_panels, tree_panels
+
+OUTCOMES = ("text", "timeline", "scatter", "stats")  # under every stepping view (ui/views.py outcome_panels)
+SAMPLING = ("temperature", "seed", "max_new_tokens")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One output component of a view; panels with the same `row` sit side by side."""
+    name: str
+    make: Callable[[str], gr.Component]  # elem_id -> the component
+    row: int = 0
+
+
+@dataclass(frozen=True)
+class Control:
+    """A non-slider input of a view (drafter, toggles, text fields), placed among the knobs."""
+    name: str
+    make: Callable[[str], gr.Component]
+    redraws: bool = False  # only changes how a stored step is drawn: a change replays, never steps
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    name: str  # tab id, method name and API prefix
+    title: str
+    panels: tuple[Panel, ...]
+    render: Callable[..., dict[str, Any]]  # (run, index, **redraw options) -> {panel name: value}
+    knobs: tuple[Knob, ...]  # the method's sliders
+    controls: tuple[Control, ...]
+    api_inputs: tuple[str, ...]  # step's inputs after run, prompt, knobs and sampling, in API order
+    config: Callable[[dict], tuple[str | None, str, dict]]  # named values -> (drafter, draft, extra knobs)
+    learn: tuple[str, ...]
+    extras: tuple[str, ...] = ()  # panels redrawn after each step, off the Step path (handlers.extras)
+    extras_inputs: tuple[str, ...] = ()
+    before_extras: Callable[[Any, int, dict], None] | None = None  # (run, index, named values): slow work
+    wire: Callable[[dict], None] | None = None  # anything else this view wires (named components)
+
+    @property
+    def panel_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.panels)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.controls if c.redraws)
+
+    @property
+    def step_inputs(self) -> tuple[str, ...]:
+        return ("run", "prompt", *(k.name for k in self.knobs), *SAMPLING, *self.api_inputs)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What stepping, replaying and resetting fill: the run, the panels, the outcomes, replay, trace."""
+        return ("run", *self.panel_names, *OUTCOMES, "replay", "trace")
+
+
+def plot(elem_id: str) -> gr.Plot:
+    return gr.Plot(show_label=False, elem_id=elem_id, min_width=300)
+
+
+def html(elem_id: str) -> gr.HTML:
+    return gr.HTML(elem_id=elem_id, min_height=0)
+
+
+def scroll(elem_id: str) -> gr.HTML:
+    return gr.HTML(elem_id=elem_id, elem_classes="ss-scroll")
+
+
+DRAFTER_CHOICES = [(label, name) for label, name in [
+    ("eagle3 (head on the target's features)", "eagle3"), ("model (1-layer draft LM)", "model"),
+    ("lookup (n-gram in the text)", "lookup")] if name != "eagle3" or DEFAULT_DRAFTER == "eagle3"]  # head shipped?
+
+
+def drafter_input(elem_id: str) -> gr.Radio:
+    """Who proposes the draft tree; changing it starts a fresh run like any knob."""
+    return gr.Radio(DRAFTER_CHOICES, value=DEFAULT_DRAFTER, label="drafter", elem_id=elem_id,
+                    info="where q comes from; the static tree beside it uses the same drafter")
+
+
+def talon_config(v: dict) -> tuple[str | None, str, dict]:
+    return v.get("drafter") or DEFAULT_DRAFTER, v.get("draft") or "embedded", {"auto": 1} if v.get("auto") else {}
+
+
+def specbound_config(v: dict) -> tuple[str | None, str, dict]:
+    layers = (v.get("exit_layers") or "").strip()
+    return None, "embedded", {"exit_layers": layers} if layers else {}
+
+
+def draw_static(run, index: int, values: dict) -> None:
+    """TALON's slow extra: the static tree from the same prefix, unless the visitor turned it off."""
+    if values.get("with_static", True):
+        run.shadow(index, dict(run.config.knobs))
+
+
+def wire_preset(c: dict) -> None:
+    """The preset menu sets the TALON sliders and auto."""
+    c["preset"].change(apply_preset, [c["preset"]], [c[k.name] for k in TALON_KNOBS] + [c["auto"]],
+                       api_visibility="private")
+
+
+TALON = ViewSpec(
+    name="talon", title="TALON",
+    panels=(Panel("tree", lambda _: plot("talon-tree"), 0), Panel("static", lambda _: plot("static-tree"), 0),
+            Panel("budget", lambda _: html("talon-budget"), 1), Panel("levels", lambda _: scroll("talon-levels"), 2),
+            Panel("acceptance", lambda _: plot("talon-acceptance"), 3)),
+    render=tree_panels, knobs=tuple(TALON_KNOBS),
+    controls=(
+        Control("preset", lambda _: gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)),
+        Control("drafter", lambda _: drafter_input("talon-drafter")),
+        Control("show_pruned", lambda _: gr.Checkbox(True, label="show pruned candidates (faint)"), redraws=True),
+        Control("with_static", lambda _: gr.Checkbox(True, label="draft the static tree beside it (same prefix, "
+                                                                 "same N)")),
+        Control("auto", lambda _: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
+                                                           "the cap)", elem_id="talon-auto")),
+    ),
+    api_inputs=("target", "draft", "show_pruned", "drafter", "auto"), config=talon_config,
+    learn=("Learn: steps, trees, the gate, drafters and hardware",
+           learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS),
+    extras=("static", "scatter", "stats"), extras_inputs=("show_pruned", "with_static"), before_extras=draw_static,
+    wire=wire_preset,
+)
+
+SPECBOUND = ViewSpec(
+    name="specbound", title="SpecBound",
+    panels=(Panel("heatmap", lambda _: gr.Plot(show_label=False, elem_id="specbound-heatmap"), 0),
+            Panel("bars", lambda _: plot("specbound-bars"), 1), Panel("why", lambda _: html("specbound-why"), 1)),
+    render=exit_panels, knobs=tuple(SPECBOUND_KNOBS),
+    controls=(
+        Control("exit_layers", lambda _: gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
+                                                    info="e.g. 2,4: the only layers with an exit check",
+                                                    elem_id="specbound-exit-layers")),
+        Control("annealed", lambda _: gr.Radio([("annealed", True), ("raw", False)], value=True,
+                                               label="confidence shown"), redraws=True),
+    ),
+    api_inputs=("target", "annealed", "exit_layers"), config=specbound_config,
+    learn=("Learn: ACT and BSCS", learn.STEP, learn.ACT, learn.BSCS, learn.KEYS),
+    extras=("stats",),
+)
+
+VIEWS: dict[str, ViewSpec] = {v.name: v for v in (TALON, SPECBOUND)}
