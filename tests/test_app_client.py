@@ -8,6 +8,8 @@ from gradio_client import Client
 from ui.server import launched_app
 from ui.examples import example_prompts
 
+pytestmark = pytest.mark.slow  # starts the app in a subprocess
+
 KNOBS = (16, 4, 0.05, 1, 0.0, 0, 10, "embedded", "embedded", True)  # N K μ k T seed max_new target draft pruned
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from ui.server import launched_app
 
+pytestmark = pytest.mark.slow  # starts the app in a subprocess
+
 CHROMIUM = "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)", allow_module_level=True)

@@ -60,12 +60,14 @@ def test_hub_default_on_loopback_lists_what_it_may_load(monkeypatch, public_bind
 
 @pytest.mark.parametrize("handler", ["load", "step"])
 def test_a_hub_id_typed_with_the_hub_off_opens_no_socket(handler, public_bind, no_network):
-    from ui.handlers import talon_step
+    from ui.handlers import step
+    from ui.view_specs import VIEWS
     with pytest.raises(gr.Error, match="Hub models is off"):
         if handler == "load":
             load_models("Qwen/Qwen2.5-0.5B", "embedded")
         else:
-            talon_step(None, "def f(x):", 8, 4, 0.05, 1, 0.0, 0, 4, "Qwen/Qwen2.5-0.5B", "embedded")
+            step(VIEWS["talon"], run=None, prompt="def f(x):", N=8, K=4, mu=0.05, k_init=1, temperature=0.0, seed=0,
+                 max_new_tokens=4, target="Qwen/Qwen2.5-0.5B", draft="embedded")
     assert no_network == []
 
 
@@ -152,12 +154,14 @@ def test_a_stepping_session_is_never_evicted_and_forget_frees_caches(monkeypatch
 
 
 def test_a_huge_prompt_is_refused_before_tokenizing(monkeypatch):
-    from ui.handlers import talon_step
+    from ui.handlers import step
+    from ui.view_specs import VIEWS
     from core.model import CausalLM
     calls = []
     monkeypatch.setattr(CausalLM, "tokenizer", property(lambda self: calls.append(1)), raising=False)
     with pytest.raises(gr.Error, match="characters"):
-        talon_step(None, "x = 1\n" * 1_000_000, 8, 4, 0.05, 1, 0.0, 0, 4)
+        step(VIEWS["talon"], run=None, prompt="x = 1\n" * 1_000_000, N=8, K=4, mu=0.05, k_init=1, temperature=0.0,
+             seed=0, max_new_tokens=4)
     assert calls == []
 
 
