@@ -170,17 +170,17 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
         rows.setdefault(panel.row, []).append(panel)
     for row in sorted(rows):
         if len(rows[row]) == 1:
-            c[rows[row][0].name] = rows[row][0].make(spec.name)
+            c[rows[row][0].name] = rows[row][0].make()
             continue
         with gr.Row(equal_height=False):
             for panel in rows[row]:
-                c[panel.name] = panel.make(spec.name)
+                c[panel.name] = panel.make()
     c["replay"] = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False,
                             elem_id=f"{spec.name}-replay")
     with gr.Accordion("Knobs", open=True, elem_id=f"{spec.name}-knobs"):
         with gr.Row():
             for control in spec.controls:
-                c[control.name] = control.make(spec.name)
+                c[control.name] = control.make()
             c["speed"], c["timer"] = speed_timer()
         with gr.Row():
             for k in spec.knobs:

@@ -185,12 +185,17 @@ def test_dark_mode_token_text_is_readable(app):
     page.close()
 
 
-def test_compare_ar_over_itself_is_one(page):
+def start_compare(page, max_new_tokens: int) -> None:
+    """Open Compare, set max new tokens and press Run all methods."""
     page.get_by_role("tab", name="Compare").click()
     tokens = page.locator("#compare-max-new input[type=number]")
-    tokens.fill("8")
+    tokens.fill(str(max_new_tokens))
     tokens.press("Enter")
     page.click("#compare-run")
+
+
+def test_compare_ar_over_itself_is_one(page):
+    start_compare(page, 8)
     cells = ("document.querySelector('#compare-table').innerText.split(/[\\n\\t]/)"
              ".map(c => c.trim()).filter(c => c)")
     # the AR row is the reference the others are divided by: its own speed-up is exactly 1.00×
@@ -276,11 +281,7 @@ def test_import_an_exported_trace_and_refuse_a_bad_file(page, tmp_path):
 
 
 def test_cancel_a_compare_run_keeps_the_page_usable(page):
-    page.get_by_role("tab", name="Compare").click()
-    tokens = page.locator("#compare-max-new input[type=number]")
-    tokens.fill("64")
-    tokens.press("Enter")
-    page.click("#compare-run")
+    start_compare(page, 64)
     page.get_by_text("estimated").first.wait_for(timeout=60_000)  # the estimate comes first
     page.wait_for_function("/1 of 6 done/.test(document.querySelector('#compare-status').textContent)",
                            timeout=120_000)
@@ -289,7 +290,5 @@ def test_cancel_a_compare_run_keeps_the_page_usable(page):
                            timeout=30_000)
     assert "ar" in page.locator("#compare-table").inner_text().split()  # what finished stays
     page.screenshot(path=str(page.shots / "compare_cancelled.png"), full_page=True)
-    tokens.fill("8")
-    tokens.press("Enter")
-    page.click("#compare-run")  # the page is still usable: a new run goes to the end
+    start_compare(page, 8)  # the page is still usable: a new run goes to the end
     page.wait_for_function("/done in/.test(document.querySelector('#compare-status').textContent)", timeout=300_000)

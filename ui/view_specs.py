@@ -24,7 +24,7 @@ SAMPLING = ("temperature", "seed", "max_new_tokens")
 class Panel:
     """One output component of a view; panels with the same `row` sit side by side."""
     name: str
-    make: Callable[[str], gr.Component]  # elem_id -> the component
+    make: Callable[[], gr.Component]  # builds the component (its elem_id fixed by the spec)
     row: int = 0
 
 
@@ -32,7 +32,7 @@ class Panel:
 class Control:
     """A non-slider input of a view (drafter, toggles, text fields), placed among the knobs."""
     name: str
-    make: Callable[[str], gr.Component]
+    make: Callable[[], gr.Component]
     redraws: bool = False  # only changes how a stored step is drawn: a change replays, never steps
 
 
@@ -116,17 +116,17 @@ def wire_preset(c: dict) -> None:
 
 TALON = ViewSpec(
     name="talon", title="TALON",
-    panels=(Panel("tree", lambda _: plot("talon-tree"), 0), Panel("static", lambda _: plot("static-tree"), 0),
-            Panel("budget", lambda _: html("talon-budget"), 1), Panel("levels", lambda _: scroll("talon-levels"), 2),
-            Panel("acceptance", lambda _: plot("talon-acceptance"), 3)),
+    panels=(Panel("tree", lambda: plot("talon-tree"), 0), Panel("static", lambda: plot("static-tree"), 0),
+            Panel("budget", lambda: html("talon-budget"), 1), Panel("levels", lambda: scroll("talon-levels"), 2),
+            Panel("acceptance", lambda: plot("talon-acceptance"), 3)),
     render=tree_panels, knobs=tuple(TALON_KNOBS),
     controls=(
-        Control("preset", lambda _: gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)),
-        Control("drafter", lambda _: drafter_input("talon-drafter")),
-        Control("show_pruned", lambda _: gr.Checkbox(True, label="show pruned candidates (faint)"), redraws=True),
-        Control("with_static", lambda _: gr.Checkbox(True, label="draft the static tree beside it (same prefix, "
+        Control("preset", lambda: gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)),
+        Control("drafter", lambda: drafter_input("talon-drafter")),
+        Control("show_pruned", lambda: gr.Checkbox(True, label="show pruned candidates (faint)"), redraws=True),
+        Control("with_static", lambda: gr.Checkbox(True, label="draft the static tree beside it (same prefix, "
                                                                  "same N)")),
-        Control("auto", lambda _: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
+        Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
                                                            "the cap)", elem_id="talon-auto")),
     ),
     api_inputs=("target", "draft", "show_pruned", "drafter", "auto"), config=talon_config,
@@ -138,14 +138,14 @@ TALON = ViewSpec(
 
 SPECBOUND = ViewSpec(
     name="specbound", title="SpecBound",
-    panels=(Panel("heatmap", lambda _: gr.Plot(show_label=False, elem_id="specbound-heatmap"), 0),
-            Panel("bars", lambda _: plot("specbound-bars"), 1), Panel("why", lambda _: html("specbound-why"), 1)),
+    panels=(Panel("heatmap", lambda: gr.Plot(show_label=False, elem_id="specbound-heatmap"), 0),
+            Panel("bars", lambda: plot("specbound-bars"), 1), Panel("why", lambda: html("specbound-why"), 1)),
     render=exit_panels, knobs=tuple(SPECBOUND_KNOBS),
     controls=(
-        Control("exit_layers", lambda _: gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
+        Control("exit_layers", lambda: gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
                                                     info="e.g. 2,4: the only layers with an exit check",
                                                     elem_id="specbound-exit-layers")),
-        Control("annealed", lambda _: gr.Radio([("annealed", True), ("raw", False)], value=True,
+        Control("annealed", lambda: gr.Radio([("annealed", True), ("raw", False)], value=True,
                                                label="confidence shown"), redraws=True),
     ),
     api_inputs=("target", "annealed", "exit_layers"), config=specbound_config,
