@@ -16,6 +16,7 @@ from viz.cost_fig import cost_curve_figure
 
 from tests.handler_helpers import PROMPT, TALON, n_nodes, sb_step, step
 
+
 def test_step_draws_tree_and_returns_trace():
     out = step(None)
     run = out["run"]

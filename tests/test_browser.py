@@ -269,16 +269,13 @@ def test_import_an_exported_trace_and_refuse_a_bad_file(page, tmp_path):
     page.wait_for_function("/imported trace/.test(document.querySelector('#talon-tree .gtitle').textContent)",
                            timeout=60_000)
     assert "step 1" in page.locator("#talon-tree .gtitle").text_content()  # the replay starts at step 1
-    step2 = "/step 2\\b.*imported/.test(document.querySelector('#talon-tree .gtitle').textContent)"
-    for _ in range(4):  # the replay keys walk through it (a key pressed while the import still settles is retried)
-        page.evaluate("document.activeElement && document.activeElement.blur()")
-        page.keyboard.press("ArrowRight")
-        try:
-            page.wait_for_function(step2, timeout=10_000)
-            break
-        except sync_api.TimeoutError:
-            continue
-    assert page.evaluate(step2)
+    # the key moves the replay only once the import has enabled it with both steps, and not from an input
+    page.wait_for_function("(b => b && !b.disabled && Number(b.max) >= 2)"
+                           "(document.querySelector('#talon-replay input[type=number]'))", timeout=30_000)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")  # the replay keys walk through it
+    page.wait_for_function("/step 2\\b.*imported/.test(document.querySelector('#talon-tree .gtitle').textContent)",
+                           timeout=30_000)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     upload(page, "#talon-import", bad)

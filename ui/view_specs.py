@@ -125,9 +125,9 @@ TALON = ViewSpec(
         Control("drafter", lambda: drafter_input("talon-drafter")),
         Control("show_pruned", lambda: gr.Checkbox(True, label="show pruned candidates (faint)"), redraws=True),
         Control("with_static", lambda: gr.Checkbox(True, label="draft the static tree beside it (same prefix, "
-                                                                 "same N)")),
+                                                               "same N)")),
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
-                                                           "the cap)", elem_id="talon-auto")),
+                                                         "the cap)", elem_id="talon-auto")),
     ),
     api_inputs=("target", "draft", "show_pruned", "drafter", "auto"), config=talon_config,
     learn=("Learn: steps, trees, the gate, drafters and hardware",
@@ -143,10 +143,10 @@ SPECBOUND = ViewSpec(
     render=exit_panels, knobs=tuple(SPECBOUND_KNOBS),
     controls=(
         Control("exit_layers", lambda: gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
-                                                    info="e.g. 2,4: the only layers with an exit check",
-                                                    elem_id="specbound-exit-layers")),
+                                                  info="e.g. 2,4: the only layers with an exit check",
+                                                  elem_id="specbound-exit-layers")),
         Control("annealed", lambda: gr.Radio([("annealed", True), ("raw", False)], value=True,
-                                               label="confidence shown"), redraws=True),
+                                             label="confidence shown"), redraws=True),
     ),
     api_inputs=("target", "annealed", "exit_layers"), config=specbound_config,
     learn=("Learn: ACT and BSCS", learn.STEP, learn.ACT, learn.BSCS, learn.KEYS),
