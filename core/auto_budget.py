@@ -1,69 +1,115 @@
-"""`auto`: the tree budget N chosen per step to maximise predicted tokens per second on this machine.
+"""`auto`: the tree budget N chosen per step to maximise tokens per second on this machine.
 
-    predicted rate(N) = E[τ | tree of N nodes] / (t_build + Σ_levels t_draft(width) + t_verify(N + 1))
+    rate(N) = Σ_r τ_r(N) / Σ_r ms_r(N)        over the last HISTORY trees r grown with a budget ≥ N
 
-- t_verify and t_draft come from the measured cost curves (core/cost_model.py);
-- E[τ | tree] = 1 + Σ_u κ_d · p(u), where κ_d is the run's own acceptance model: per depth d, drafted
-  nodes accepted over their summed p(u) so far (1 when q is calibrated; below 1 when q is over-confident);
-- the tree of N nodes is replayed from the last few steps' trees, truncated to their first N nodes (for
-  TALON that is exactly the tree a budget of N would have grown; for the static tree, the best N by p(u)).
+- τ_r(N) is what tree r, truncated to its first N nodes, *did* commit: 1 + the accepted path's nodes
+  among the kept ones. Nodes are kept ancestors first (TALON's growth order is exactly the tree a budget
+  of N grows; the static tree of a smaller budget keeps the best N by p(u)), so under greedy decoding the
+  target's walk follows the same path and stops at its first dropped node: the count is exact. Under
+  sampling it is an estimate (fewer siblings would change the draws). An earlier version weighted p(u)
+  by the acceptance per depth instead; it over-counted the later, less likely nodes of a level, and every
+  N looked about equally good.
+- ms_r(N) = step r's measured wall time + β · (curve_r(N) − curve_r(its own size)), where curve is
+  Σ_levels t_draft(width) + t_verify(n + 1) from the measured cost curves (core/cost_model.py) and β is
+  the run's own step ms per curve ms, fitted over the recent steps: the curves are timed over a fixed
+  context, and a step's per-node work outside the forwards grows with the tree too.
 
-It starts from a prior (the largest N whose verification costs at most PRIOR_SLOWDOWN × a one-token
-forward: small on a CPU, large on a GPU) and moves at most one grid notch per step, and only for a
-predicted gain above HYSTERESIS, so it cannot oscillate. A budget is predicted only from trees grown with
-at least that budget, so every EXPLORE_EVERY-th step grows one notch above the current N: that tree then
-answers for both budgets. μ and the static depth D are left as set: N is the knob whose best value
-depends on the hardware.
+Two budgets are compared on the same trees (those grown with a budget ≥ both), so the noise of which
+steps happened to be easy cancels. A tree answers only for budgets up to its own, and on a real draft the
+rate over N is not concave (a budget that just completes a second level can pay where the ones below it
+do not, so a walk down from a too-small start never finds it). Hence:
+- the first SURVEY_STEPS steps grow one larger tree each (the largest N whose verification costs at most
+  SURVEY_SLOWDOWN × a one-token forward: mid-sized on a CPU, large on a GPU): they commit more than a small
+  tree would, so they cost little, and they answer for every budget up to theirs;
+- it then rests at the best N, moving at most MAX_MOVE grid notches per step and only for a gain above
+  HYSTERESIS seen on at least MIN_PAIRED trees, so it cannot oscillate (a move back would need new trees
+  that say so);
+- every EXPLORE_EVERY-th step grows a larger tree for one step, so larger budgets stay known: in a cycle
+  of RESURVEY_EVERY explorations, a survey tree, EXPLORE_UP notches above the resting N, twice that, and
+  EXPLORE_UP again;
+- what it learned (resting N, recent trees) is remembered per machine, model, dtype, drafter and tree
+  knobs for the life of the process, so the next session on the same setup starts where this one left
+  off instead of surveying again (the bench's prompts run in one process: the first one pays the survey).
+Before the first survey it rests at a prior: the largest N whose verification costs at most
+PRIOR_SLOWDOWN × a one-token forward. μ and the static depth D are left as set: N is the knob whose best
+value depends on the hardware.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from core.cost_model import CostModel
 from core.trace import AutoChoice, StepTrace
 
 GRID = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-HISTORY = 8  # recent trees replayed
+HISTORY = 64  # recent trees replayed
 HYSTERESIS = 0.03
 PRIOR_SLOWDOWN = 1.6
-EXPLORE_EVERY = 4
-
-
-@dataclass
-class AcceptanceModel:
-    """Per depth: accepted drafted nodes and their summed p(u), over the run so far."""
-    accepted: list[float] = field(default_factory=list)
-    score: list[float] = field(default_factory=list)
-
-    def update(self, trace: StepTrace) -> None:
-        for node in trace.nodes:
-            while len(self.score) <= node.depth:
-                self.accepted.append(0.0)
-                self.score.append(0.0)
-            self.score[node.depth] += node.score
-            self.accepted[node.depth] += node.status == "accepted"
-
-    def kappa(self, depth: int) -> float:
-        """Accepted / Σ p(u) at this depth, shrunk towards 1 (calibrated) while evidence is thin."""
-        if depth >= len(self.score):
-            return self.kappa(depth - 1) if depth else 1.0
-        return (self.accepted[depth] + 1.0) / (self.score[depth] + 1.0)
+SURVEY_SLOWDOWN = 3.0
+SURVEY_STEPS = 2
+EXPLORE_EVERY = 8
+EXPLORE_UP = 2  # grid notches above the resting N an exploring step grows
+RESURVEY_EVERY = 4  # explorations per survey tree
+MAX_MOVE = 4  # grid notches per step, up or down
+MIN_PAIRED = 2  # trees both budgets must be measured on before auto moves between them
+SLOPE_RANGE = (0.5, 4.0)
+MIN_SHARE = 0.1  # a smaller tree is never predicted cheaper than this share of the step it is cut from
+_MEMORY: dict[str, "AutoState"] = {}  # key -> the last session's state on that setup
 
 
 @dataclass
 class Replay:
-    """One recent tree, reduced to what the predictor needs: (depth, p(u)) in growth order."""
-    nodes: list[tuple[int, float]]
+    """One recent tree, reduced to what the predictor needs."""
+    depths: list[int]  # per node, in keep order (ancestors first)
+    accepted_ranks: list[int]  # positions in that order of the accepted path's nodes
     budget: int  # the N it was grown with: it answers for every budget up to this one
-    build_ms: float
+    step_ms: float  # the step's measured wall time
+    forward_ms: float  # of which the drafter and target forwards
     static_levels: int | None  # static tree: δ = D + 1 whatever N
+    curve: dict[int, float] = field(default_factory=dict)  # n -> the cost curves' ms (memo)
+    full_curve: float = 0.0  # the curves' ms for the whole tree (set when observed)
+
+
+@dataclass
+class Table:
+    """The recent replays at every budget of auto's grid, as arrays, one row per replay (appended as steps
+    are observed: the predictor runs every step and must cost next to nothing beside a forward)."""
+    tau: np.ndarray  # (R, G) τ of each tree truncated to each budget
+    curve: np.ndarray  # (R, G) the cost curves' ms of the same
+    full: np.ndarray  # (R,) the curves' ms of each whole tree
+    step: np.ndarray  # (R,) each step's measured wall ms
+    forward: np.ndarray  # (R,) of which its forwards
+    budget: np.ndarray  # (R,) the budget each tree was grown with
+
+    @classmethod
+    def empty(cls, g: int) -> "Table":
+        return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)))
+
+    def append(self, tau: list[float], curve: list[float], full: float, step: float, forward: float,
+               budget: int) -> "Table":
+        """A new table with this row added and only the last HISTORY rows kept."""
+        def add(a: np.ndarray, row) -> np.ndarray:
+            return np.concatenate([a, np.asarray([row], dtype=float)])[-HISTORY:]
+        return Table(add(self.tau, tau), add(self.curve, curve), add(self.full, full), add(self.step, step),
+                     add(self.forward, forward), add(self.budget, budget))
+
+
+def tau_of(r: Replay, n: int) -> float:
+    """What replay r truncated to its first n nodes committed: the bonus token + the kept accepted nodes."""
+    return 1.0 + sum(rank < n for rank in r.accepted_ranks)
 
 
 def replay_of(trace: StepTrace, static: bool, used_n: int) -> Replay:
-    nodes = [(n.depth, n.score) for n in trace.nodes]
+    order = list(range(len(trace.nodes)))
     if static:  # the static tree of a smaller budget keeps the best N by p(u), ancestors first
-        nodes.sort(key=lambda x: (-x[1], x[0]))
-    return Replay(nodes, used_n, trace.build_ms, trace.delta if static else None)
+        order.sort(key=lambda i: (-trace.nodes[i].score, trace.nodes[i].depth))
+    rank = {node: r for r, node in enumerate(order)}
+    forward = trace.draft_ms + trace.verify_ms
+    total = trace.step_ms or (trace.build_ms + forward)  # exports from before step_ms: no overhead known
+    return Replay([trace.nodes[i].depth for i in order], sorted(rank[i] for i in trace.accepted_path), used_n,
+                  total, forward, trace.delta if static else None)
 
 
 @dataclass
@@ -72,65 +118,162 @@ class AutoState:
     cost: CostModel
     N: int
     n_max: int
-    acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
+    survey: int = 0  # the budget of the first steps' trees (0: no survey)
     recent: list[Replay] = field(default_factory=list)
     last: AutoChoice | None = None
     steps: int = 0
+    observed: int = -1  # index of the last step observed
+    key: str = ""  # what the state is remembered under ("" : not remembered)
+    slope: float = 1.0  # the run's step ms per cost-curve ms (fitted; 1 while nothing was timed)
+    table: Table | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.grid = tuple(sorted({g for g in GRID if g <= self.n_max} | {self.N}))  # the budgets auto weighs
+        top = max(*self.grid, self.n_max) + 2  # the curves read once per size: curve_ms runs every step
+        self.t_verify = [self.cost.t_verify(n) for n in range(top)]
+        self.t_draft = [self.cost.t_draft(w) for w in range(top)]
+        if self.table is None:
+            self.table = Table.empty(len(self.grid))
 
     @classmethod
-    def start(cls, cost: CostModel, n_max: int) -> "AutoState":
+    def start(cls, cost: CostModel, n_max: int, key: str = "") -> "AutoState":
+        """A fresh state, or the last one remembered under `key` carried on (its trees and resting N)."""
+        if key and key in _MEMORY:
+            old = _MEMORY[key]
+            why = f"N = {old.N}: where auto rested at the end of the last run on this setup"
+            return cls(cost, old.N, n_max, old.survey, list(old.recent), steps=max(old.steps, SURVEY_STEPS),
+                       slope=old.slope, table=old.table, key=key, last=AutoChoice(old.N, None, why))
         allowed = [g for g in GRID if g <= n_max] or [n_max]
         base = cost.t_verify(1)
-        prior = max([g for g in allowed if cost.t_verify(g + 1) <= PRIOR_SLOWDOWN * base] or allowed[:1])
-        return cls(cost, prior, n_max, last=AutoChoice(prior, None, f"prior: largest N whose verification costs "
-                                                                   f"≤ {PRIOR_SLOWDOWN}× a 1-token forward"))
+        prior, survey = (max([g for g in allowed if cost.t_verify(g + 1) <= x * base] or allowed[:1])
+                         for x in (PRIOR_SLOWDOWN, SURVEY_SLOWDOWN))
+        return cls(cost, prior, n_max, survey, key=key, last=AutoChoice(
+            prior, None, f"prior: largest N whose verification costs ≤ {PRIOR_SLOWDOWN}× a 1-token forward"))
 
-    def predict(self, n: int, r: Replay) -> tuple[float, float]:
-        """(E[τ], step ms) of replay r truncated to n nodes."""
-        kept = r.nodes[:n]
-        tau = 1.0 + sum(self.acceptance.kappa(d) * p for d, p in kept)
-        widths = [1]  # level 0 expands the root; level d + 1 expands every node at depth d
-        depth_counts: dict[int, int] = {}
-        for d, _ in kept:
-            depth_counts[d] = depth_counts.get(d, 0) + 1
-        deepest = max(depth_counts) if depth_counts else -1
-        widths += [depth_counts.get(d, 0) for d in range(deepest)]
+    def curve_ms(self, n: int, r: Replay) -> float:
+        """The cost curves' ms for the forwards of replay r truncated to n nodes."""
+        n = min(n, len(r.depths))
+        if n in r.curve:
+            return r.curve[n]
+        depths = r.depths[:n]
+        counts = [0] * (max(depths) + 1 if depths else 0)
+        for d in depths:
+            counts[d] += 1
+        widths = [1] + counts[:-1]  # level 0 expands the root; level d + 1 expands every node at depth d
         if r.static_levels is not None:
             widths = widths + [widths[-1]] * max(0, r.static_levels - len(widths))
-        ms = r.build_ms + sum(self.cost.t_draft(w) for w in widths) + self.cost.t_verify(len(kept) + 1)
-        return tau, ms
+        r.curve[n] = sum(self.t_draft[w] for w in widths) + self.t_verify[n + 1]
+        return r.curve[n]
 
-    def rate(self, n: int) -> float | None:
-        """Predicted tokens per second at budget n, from the recent trees grown with a budget ≥ n."""
-        usable = [r for r in self.recent if r.budget >= n]
+    def fit_slope(self) -> float:
+        """How much a step's wall time grows per ms the cost curves add: the least-squares slope of the
+        recent steps' wall time over their trees' curve ms when the trees differ enough in size (the
+        explorations see to that), else the forwards' measured / curve ratio. Fitted on whole steps, it
+        also carries the per-node work outside the forwards (tree logic, the walk, the trace)."""
+        x, y, t = self.table.full, self.table.step, self.table
+        if len(x) >= 4 and x.std() > 0.1 * max(x.mean(), 1e-9):
+            slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+        elif len(x) and t.forward.sum() > 0:
+            slope = float(t.forward.sum() / max(x.sum(), 1e-9))
+        else:
+            slope = 1.0
+        return min(SLOPE_RANGE[1], max(SLOPE_RANGE[0], slope))
+
+    def predict(self, n: int, r: Replay) -> tuple[float, float]:
+        """(τ, step ms) of replay r truncated to n nodes."""
+        ms = r.step_ms + self.slope * (self.curve_ms(n, r) - r.full_curve)
+        return tau_of(r, n), max(ms, MIN_SHARE * r.step_ms)
+
+    def step_ms(self) -> np.ndarray:
+        """(R, G) predicted wall ms of each recent step had its tree been cut to each budget of the grid."""
+        t = self.table
+        ms = t.step[:, None] + self.slope * (t.curve - t.full[:, None])
+        return np.maximum(ms, MIN_SHARE * t.step[:, None])
+
+    def rates(self, over: int = 0) -> np.ndarray:
+        """Predicted tokens per second at each budget of the grid, each from the recent trees grown with a
+        budget ≥ max(n, over) (nan where there is none): pass the larger of two budgets to compare them on
+        the same trees."""
+        use = self.table.budget[:, None] >= np.maximum(np.array(self.grid), over)[None, :]  # (R, G)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(use.any(0), 1000.0 * (self.table.tau * use).sum(0) / (self.step_ms() * use).sum(0),
+                            np.nan)
+
+    def rate(self, n: int, over: int = 0) -> float | None:
+        """Predicted tokens per second at budget n (any n: off the grid it replays the trees one by one);
+        None where no recent tree answers for it."""
+        if n in self.grid:
+            x = float(self.rates(over)[self.grid.index(n)])
+            return None if np.isnan(x) else x
+        usable = [r for r in self.recent if r.budget >= max(n, over)]
         if not usable:
             return None
         taus, mss = zip(*(self.predict(n, r) for r in usable))
         return 1000.0 * sum(taus) / sum(mss)
 
+    def gains(self, candidates: list[int], here: int) -> dict[int, float]:
+        """rate(g) / rate(here) for each candidate g of the grid, on the trees that answer for both (those
+        grown with a budget ≥ max(g, here)); candidates with fewer than MIN_PAIRED such trees are left out."""
+        if not candidates or not len(self.table.step):
+            return {}
+        cols = [self.grid.index(g) for g in candidates]
+        h = self.grid.index(here)
+        use = self.table.budget[:, None] >= np.maximum(np.array(candidates), here)[None, :]  # (R, C)
+        tau, ms = self.table.tau, self.step_ms()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate_g = (tau[:, cols] * use).sum(0) / (ms[:, cols] * use).sum(0)
+            rate_here = (tau[:, [h]] * use).sum(0) / (ms[:, [h]] * use).sum(0)
+        enough = use.sum(0) >= MIN_PAIRED
+        return {g: float(rate_g[j] / rate_here[j]) for j, g in enumerate(candidates) if enough[j]}
+
     def choose(self) -> AutoChoice:
-        """The budget for the next step (at most one notch from the current one)."""
+        """The budget for the next step (at most MAX_MOVE notches from the current one)."""
+        self.steps += 1
+        if self.steps <= SURVEY_STEPS and self.survey > self.N:
+            self.last = AutoChoice(self.survey, None, f"surveying with N = {self.survey} (step {self.steps} of "
+                                                      f"{SURVEY_STEPS}): its tree answers for every smaller N")
+            return self.last
         if not self.recent:
             return self.last
-        self.steps += 1
-        grid = sorted({g for g in GRID if g <= self.n_max} | {self.N})
+        grid = self.grid
         i = grid.index(self.N)
         here = self.N
-        near = grid[max(0, i - 1): i + 2]
-        predicted = [(g, r) for g in grid if (r := self.rate(g)) is not None]
-        rates = dict(predicted)
+        predicted = [(g, float(r)) for g, r in zip(grid, self.rates()) if not np.isnan(r)]
         if self.steps % EXPLORE_EVERY == 0 and i + 1 < len(grid):
-            up = grid[i + 1]  # this step only: its tree tells what one notch more would commit
+            k = (self.steps // EXPLORE_EVERY) % RESURVEY_EVERY  # which exploration of the cycle this is
+            up = grid[min(i + EXPLORE_UP * (2 if k == RESURVEY_EVERY // 2 else 1), len(grid) - 1)]
+            if k == 0:
+                up = max(up, self.survey)  # a survey tree again now and then, so a far better N is not lost
             self.last = AutoChoice(up, None, f"exploring N = {up} for one step (resting at N = {here})", predicted)
             return self.last
-        best = max((g for g in near if g in rates), key=lambda g: rates[g], default=here)
-        reason = f"N = {here}: predicted {rates.get(here, 0):.0f} tok/s"
-        if best != here and rates[best] > rates.get(here, 0) * (1 + HYSTERESIS):
-            reason = f"N {here} → {best}: predicted {rates[best]:.0f} vs {rates.get(here, 0):.0f} tok/s"
+        near = [g for g in grid[max(0, i - MAX_MOVE): i + MAX_MOVE + 1] if g != here]
+        gains = self.gains(near, here)
+        best = max(gains, key=gains.get, default=here)
+        reason = f"N = {here}: predicted {dict(predicted).get(here, 0):.0f} tok/s"
+        if best != here and gains[best] > 1 + HYSTERESIS:
+            reason = (f"N {here} → {best}: predicted {100 * (gains[best] - 1):.0f}% more tok/s "
+                      f"on the same recent trees")
             self.N = best
         self.last = AutoChoice(self.N, None, reason, predicted)
         return self.last
 
-    def observe(self, trace: StepTrace, static: bool, used_n: int) -> None:
-        self.acceptance.update(trace)
-        self.recent = (self.recent + [replay_of(trace, static, used_n)])[-HISTORY:]
+    def observe(self, trace: StepTrace) -> None:
+        """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob)."""
+        static = trace.tree is not None and trace.tree.policy == "static"
+        used_n = trace.budget()[0] or len(trace.nodes)
+        r = replay_of(trace, static, used_n)
+        r.full_curve = self.curve_ms(len(r.depths), r)
+        self.recent = (self.recent + [r])[-HISTORY:]
+        self.table = self.table.append([tau_of(r, n) for n in self.grid], [self.curve_ms(n, r) for n in self.grid],
+                                       r.full_curve, r.step_ms, r.forward_ms, r.budget)
+        self.observed = trace.index
+        self.slope = self.fit_slope()
+        if self.key:
+            _MEMORY[self.key] = self
+
+    def catch_up(self, traces: list[StepTrace]) -> None:
+        """Observe the session's steps finished since the last call (a step's wall time is known only once
+        the session has timed it, so each step is observed at the start of the next)."""
+        for t in traces[-2:]:
+            if t.index > self.observed and t.auto is not None:
+                self.observe(t)

@@ -174,7 +174,10 @@ class Session:
                 with Timer(self.target.device) as t:
                     self._prefill()
                 self.prefill_ms = t.ms
-            return self.method.step(self)
+            with Timer(self.target.device) as t:
+                trace = self.method.step(self)
+            trace.step_ms = t.ms
+            return trace
         except BaseException:
             # atomic: the text as before the step; caches rebuilt from it by the next step
             del self.ids[n_ids:]

@@ -132,6 +132,7 @@ class StepTrace:
     build_ms: float = 0.0  # tree-shaping logic alone
     draft_ms: float = 0.0  # draft forwards
     verify_ms: float = 0.0  # target forward + acceptance walk
+    step_ms: float = 0.0  # the whole step's wall time (prefill excluded); 0 in exports from before it was kept
     stop_reason: str | None = None  # eos | length | context, when the session ended here
     levels: list[LevelTrace] = field(default_factory=list)  # tree policies: one record per depth grown
     pruned: list[PrunedCandidate] = field(default_factory=list)  # best cut candidates per depth (not all of them)

@@ -77,7 +77,10 @@ class TreeMethod:
         policy, auto = self.policy, None
         if self.auto:  # 0. the budget for this machine, from the cost curves and the run's acceptance so far
             if "auto" not in s.state:
-                s.state["auto"] = AutoState.start(measure(s.target, drafter), n_max=self.policy.N)
+                cost = measure(s.target, drafter)
+                setup = f"{cost.key}|{self.policy}|{self.shape_temperature}|{s.sampling.temperature}|{s.sampling.top_p}"
+                s.state["auto"] = AutoState.start(cost, self.policy.N, setup)
+            s.state["auto"].catch_up(s.traces)
             auto = s.state["auto"].choose()
             policy = replace(self.policy, N=auto.N)
         # 1. draft: the policy grows the tree, one batched drafter forward per level
@@ -111,9 +114,7 @@ class TreeMethod:
         if out.taps is not None:
             feats = out.taps[torch.tensor(list(range(P)) + [P + i for i in verdict.path], device=out.taps.device)]
         drafter.accept([grown.pool_index[i] for i in verdict.path], feats)
-        if auto is not None:
-            trace.auto = auto
-            s.state["auto"].observe(trace, isinstance(policy, StaticPolicy), auto.N)
+        trace.auto = auto
         return trace
 
     def _record(self, s: Session, trace: StepTrace, grown: GrowResult, p: torch.Tensor, verdict: TreeVerdict,

@@ -1,12 +1,13 @@
-import pytest
 """`auto` picks N per step from measured costs and the run's own acceptance: lossless, bounded steps,
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
-from core.auto_budget import GRID, AutoState
+import pytest
+
+from core.auto_budget import EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, SURVEY_STEPS, AutoState
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
 from core.engine import Session
 from core.methods import build_method
-from core.trace import DraftNode, StepTrace
+from core.trace import AutoChoice, DraftNode, StepTrace
 
 NS = [1, 16, 128]
 
@@ -16,12 +17,17 @@ def cost(flat: bool) -> CostModel:
     return CostModel("test", NS, verify, [1, 32], [1.0, 1.2])
 
 
-def chain_trace(n: int, accepted: int, q: float = 0.9) -> StepTrace:
-    t = StepTrace(0, "talon", 10, build_ms=0.5, delta=n)
+def chain_trace(n: int, accepted: int, q: float = 0.9, index: int = 0, costs: CostModel | None = None) -> StepTrace:
+    """A chain of n drafted nodes, the first `accepted` taken, timed as `costs` say (n levels + one verify)."""
+    t = StepTrace(index, "talon", 10, build_ms=0.5, delta=n, auto=AutoChoice(n, None, "test"))
+    if costs is not None:
+        t.draft_ms, t.verify_ms = n * costs.t_draft(1), costs.t_verify(n + 1)
+        t.step_ms = 0.5 + t.draft_ms + t.verify_ms
     score = 1.0
     for i in range(n):
         score *= q
         t.nodes.append(DraftNode(5, "x", i - 1, i, q, score, status="accepted" if i < accepted else "rejected"))
+    t.accepted_path = list(range(min(n, accepted)))
     return t
 
 
@@ -30,26 +36,75 @@ def test_the_prior_is_small_when_verification_grows_and_large_when_it_is_flat():
     assert AutoState.start(cost(flat=True), 96).N >= 64
 
 
-def test_n_moves_one_notch_per_step_towards_what_pays():
+def test_n_moves_a_bounded_step_towards_what_pays():
     state = AutoState.start(cost(flat=True), 128)
-    state.N = n = 8
+    state.N, state.survey = n, _ = 8, 0  # no survey: the walk alone
     resting, used = [8], []
-    for _ in range(16):  # every tree is accepted whole: bigger trees pay on flat costs
-        state.observe(chain_trace(n, n), static=False, used_n=n)
+    for i in range(3 * EXPLORE_EVERY):  # every tree is accepted whole: bigger trees pay on flat costs
+        state.observe(chain_trace(n, n, index=i, costs=state.cost))
         n = state.choose().N
         used.append(n)
         resting.append(state.N)
     moves = [GRID.index(b) - GRID.index(a) for a, b in zip(resting, resting[1:])]
-    assert all(0 <= d <= 1 for d in moves) and resting[-1] > 8
-    assert all(GRID.index(u) - GRID.index(r) in (0, 1) for u, r in zip(used, resting[1:]))  # explore one notch up
-    assert state.last.reason and state.last.predicted
+    assert all(0 <= d <= MAX_MOVE for d in moves) and resting[-1] > 8
+    assert all(GRID.index(u) - GRID.index(r) in range(2 * EXPLORE_UP + 1) for u, r in zip(used, resting[1:]))
+
+
+def two_level_trace(n: int, index: int, costs: CostModel) -> StepTrace:
+    """Nine siblings at depth 0, then their first one's children: the target takes node 0 and node 9."""
+    t = StepTrace(index, "talon", 10, build_ms=0.5, delta=2, auto=AutoChoice(n, None, "test"))
+    t.draft_ms = costs.t_draft(1) + (costs.t_draft(9) if n > 9 else 0.0)
+    t.verify_ms = costs.t_verify(n + 1)
+    t.step_ms = 0.5 + t.draft_ms + t.verify_ms
+    for i in range(n):
+        t.nodes.append(DraftNode(5 + i, "x", -1 if i < 9 else 0, int(i >= 9), 0.1, 0.1, status="rejected"))
+    t.accepted_path = [0, 9] if n > 9 else [0]
+    return t
+
+
+def test_a_survey_finds_a_budget_a_walk_down_would_miss():
+    """A first level of up to 9 nodes commits 2 tokens whatever its width, and the first node of a second
+    level a third: only a tree grown past 9 nodes can tell, and the survey grows one."""
+    state = AutoState.start(CostModel("test", [1, 8, 16, 128], [10.0, 15.0, 17.0, 60.0], [1, 32], [1.0, 1.2]), 96)
+    assert state.N == 8 and state.survey > 12
+    used = []
+    for i in range(SURVEY_STEPS + 1):
+        used.append(state.choose().N)
+        state.observe(two_level_trace(used[-1], i, state.cost))
+    assert used == [state.survey] * SURVEY_STEPS + [12]
+
+
+def test_tau_of_a_truncated_tree_is_what_its_kept_nodes_committed():
+    state = AutoState.start(cost(flat=False), 96)
+    state.observe(chain_trace(8, 3, costs=state.cost))  # the first three nodes of an 8-node chain were accepted
+    r = state.recent[0]
+    assert [state.predict(n, r)[0] for n in (0, 1, 2, 3, 8)] == [1, 2, 3, 4, 4]
+    assert state.predict(2, r)[1] < state.predict(8, r)[1]  # and the smaller tree costs less
+
+
+def test_a_larger_budget_wins_only_on_trees_grown_that_large():
+    state = AutoState.start(cost(flat=True), 128)
+    state.N = 8
+    for i in range(6):  # trees of 8, accepted whole: nothing says what 16 would commit
+        state.observe(chain_trace(8, 8, index=i, costs=state.cost))
+    assert state.gains([16], 8) == {} and state.rate(16) is None
+    for i in range(6, 8):  # two trees of 16, accepted only to depth 3: the extra nodes did not pay
+        state.observe(chain_trace(16, 3, index=i, costs=state.cost))
+    assert state.gains([16], 8)[16] == pytest.approx(state.rate(16, 16) / state.rate(8, 16))
+    assert state.gains([16], 8)[16] < 1
+
+
+def test_the_cost_curve_is_read_on_its_monotone_envelope():
+    c = CostModel("test", [1, 8, 12, 16], [10.0, 15.0, 22.0, 20.0], [1, 32], [1.0, 1.2])
+    assert c.t_verify(12) == 20.0 and c.t_verify(16) == 20.0 and c.t_verify(8) == 15.0
 
 
 def test_n_shrinks_when_deep_nodes_are_never_accepted_on_a_cpu_like_curve():
     state = AutoState.start(cost(flat=False), 96)
     state.N = n = 32
-    for _ in range(8):
-        state.observe(chain_trace(n, 1, q=0.5), static=False, used_n=n)
+    state.survey = 0
+    for i in range(8):
+        state.observe(chain_trace(n, 1, q=0.5, index=i, costs=state.cost))
         n = state.choose().N
     assert state.N < 32
 
@@ -63,4 +118,14 @@ def test_auto_is_lossless_and_records_its_choice(target, draft, heldout_prompts,
                 res = Session(target, build_method(name, N=64, auto=1), prompt, max_new_tokens=32, draft=d).generate()
                 assert res.output_ids == ar_ids, (name, d.name)
                 assert all(t.auto is not None and 1 <= t.auto.N <= 64 and t.auto.reason for t in res.traces)
-                assert all(len(t.nodes) <= t.auto.N for t in res.traces)
+                assert all(len(t.nodes) <= t.auto.N and t.step_ms > 0 for t in res.traces)
+
+
+def test_a_new_session_on_the_same_setup_carries_on_where_the_last_one_rested():
+    first = AutoState.start(cost(flat=False), 96, key="test-setup")
+    first.N = 16
+    for i in range(3):
+        first.observe(chain_trace(16, 4, index=i))
+    second = AutoState.start(cost(flat=False), 96, key="test-setup")
+    assert second.N == 16 and len(second.recent) == 3 and second.choose().N != second.survey
+    assert not AutoState.start(cost(flat=False), 96, key="other-setup").recent

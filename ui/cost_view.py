@@ -1,8 +1,8 @@
 """Tune tab's cost panel: this machine's measured t_verify(n) (core.cost_model, cached per device, model,
 dtype and drafter) beside the speed-up over AR modelled for the visitor's TALON run at each budget N.
 
-The model is auto's own (core.auto_budget): E[τ] from the run's recent trees truncated to N nodes and
-weighted by the run's acceptance per depth, step time from the measured curves; AR is one 1-token forward
+The model is auto's own (core.auto_budget): τ from what the run's recent trees, truncated to N nodes,
+committed, step time from the measured curves scaled to the run's own forwards; AR is one 1-token forward
 per token. So the curve exists for any TALON run, auto or not, up to the largest budget it used."""
 from __future__ import annotations
 
@@ -36,16 +36,14 @@ def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[
     chosen = last.budget()[0]
     cap = max(used_n(t) for t in traces[-HISTORY:])
     state = AutoState(cost, N=cap, n_max=cap)
-    for t in traces[:-HISTORY]:
-        state.acceptance.update(t)  # acceptance per depth over every step; the recent trees replayed below
     for t in traces[-HISTORY:]:
-        state.observe(t, t.method == "static", used_n(t))
-    ar_tok_s = 1000.0 / cost.t_verify(1)
+        state.observe(t)
+    ar_tok_s = 1000.0 / (state.slope * cost.t_verify(1))  # AR's forward on the run's scale
     grid = sorted({g for g in GRID if g <= cap} | ({chosen} if isinstance(chosen, int) else set()))
     points = [(g, state.rate(g) / ar_tok_s) for g in grid]
     how = "auto" if last.auto is not None else f"N = {chosen}"
     return chosen, points, (f"modelled from this run's last {min(len(traces), HISTORY)} trees ({how}, drafter "
-                            f"{last.drafter or '?'}) truncated to each N, and its acceptance per depth")
+                            f"{last.drafter or '?'}) truncated to each N")
 
 
 def cost_view(run: Run | None, target: str, draft: str, drafter: str) -> CostView:
