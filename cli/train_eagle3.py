@@ -43,7 +43,8 @@ CARD_END = "<!-- end of the EAGLE-3 section, written by cli/train_eagle3.py -->"
 
 def legs_note(m: dict) -> str:
     legs = m.get("legs", [])
-    return "; ".join(f"from step {g['start']} with --steps {g['steps']} --hard-weight {g['hard_weight']}" for g in legs)
+    return "; ".join(f"from step {g['start']} with --steps {g['steps']} --lr {g['lr']} --hard-weight {g['hard_weight']}"
+                     for g in legs)
 
 
 def card_section(m: dict, mb: float) -> str:
