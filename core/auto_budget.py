@@ -68,8 +68,6 @@ class Replay:
     step_ms: float  # the step's measured wall time
     forward_ms: float  # of which the drafter and target forwards
     static_levels: int | None  # static tree: δ = D + 1 whatever N
-    curve: dict[int, float] = field(default_factory=dict)  # n -> the cost curves' ms (memo)
-    full_curve: float = 0.0  # the curves' ms for the whole tree (set when observed)
 
 
 @dataclass
@@ -101,15 +99,21 @@ def tau_of(r: Replay, n: int) -> float:
     return 1.0 + sum(rank < n for rank in r.accepted_ranks)
 
 
-def replay_of(trace: StepTrace, static: bool, used_n: int) -> Replay:
+def budget_of(trace: StepTrace) -> int:
+    """The budget a tree step had: auto's choice, else its N knob (else its size)."""
+    return trace.budget()[0] or len(trace.nodes)
+
+
+def replay_of(trace: StepTrace) -> Replay:
+    static = trace.tree is not None and trace.tree.policy == "static"
     order = list(range(len(trace.nodes)))
     if static:  # the static tree of a smaller budget keeps the best N by p(u), ancestors first
         order.sort(key=lambda i: (-trace.nodes[i].score, trace.nodes[i].depth))
     rank = {node: r for r, node in enumerate(order)}
     forward = trace.draft_ms + trace.verify_ms
     total = trace.step_ms or (trace.build_ms + forward)  # exports from before step_ms: no overhead known
-    return Replay([trace.nodes[i].depth for i in order], sorted(rank[i] for i in trace.accepted_path), used_n,
-                  total, forward, trace.delta if static else None)
+    return Replay([trace.nodes[i].depth for i in order], sorted(rank[i] for i in trace.accepted_path),
+                  budget_of(trace), total, forward, trace.delta if static else None)
 
 
 @dataclass
@@ -153,8 +157,6 @@ class AutoState:
     def curve_ms(self, n: int, r: Replay) -> float:
         """The cost curves' ms for the forwards of replay r truncated to n nodes."""
         n = min(n, len(r.depths))
-        if n in r.curve:
-            return r.curve[n]
         depths = r.depths[:n]
         counts = [0] * (max(depths) + 1 if depths else 0)
         for d in depths:
@@ -162,8 +164,7 @@ class AutoState:
         widths = [1] + counts[:-1]  # level 0 expands the root; level d + 1 expands every node at depth d
         if r.static_levels is not None:
             widths = widths + [widths[-1]] * max(0, r.static_levels - len(widths))
-        r.curve[n] = sum(self.t_draft[w] for w in widths) + self.t_verify[n + 1]
-        return r.curve[n]
+        return sum(self.t_draft[w] for w in widths) + self.t_verify[n + 1]
 
     def fit_slope(self) -> float:
         """How much a step's wall time grows per ms the cost curves add: the least-squares slope of the
@@ -181,7 +182,7 @@ class AutoState:
 
     def predict(self, n: int, r: Replay) -> tuple[float, float]:
         """(τ, step ms) of replay r truncated to n nodes."""
-        ms = r.step_ms + self.slope * (self.curve_ms(n, r) - r.full_curve)
+        ms = r.step_ms + self.slope * (self.curve_ms(n, r) - self.curve_ms(len(r.depths), r))
         return tau_of(r, n), max(ms, MIN_SHARE * r.step_ms)
 
     def step_ms(self) -> np.ndarray:
@@ -190,14 +191,18 @@ class AutoState:
         ms = t.step[:, None] + self.slope * (t.curve - t.full[:, None])
         return np.maximum(ms, MIN_SHARE * t.step[:, None])
 
+    def pooled(self, cols: list[int], over: np.ndarray) -> np.ndarray:
+        """Tokens per second at the grid columns `cols`, each pooled over the recent trees grown with a
+        budget ≥ its entry of `over` (nan where there is none)."""
+        use = self.table.budget[:, None] >= over[None, :]  # (R, C)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = 1000.0 * (self.table.tau[:, cols] * use).sum(0) / (self.step_ms()[:, cols] * use).sum(0)
+        return np.where(use.any(0), rate, np.nan)
+
     def rates(self, over: int = 0) -> np.ndarray:
         """Predicted tokens per second at each budget of the grid, each from the recent trees grown with a
-        budget ≥ max(n, over) (nan where there is none): pass the larger of two budgets to compare them on
-        the same trees."""
-        use = self.table.budget[:, None] >= np.maximum(np.array(self.grid), over)[None, :]  # (R, G)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(use.any(0), 1000.0 * (self.table.tau * use).sum(0) / (self.step_ms() * use).sum(0),
-                            np.nan)
+        budget ≥ max(n, over): pass the larger of two budgets to compare them on the same trees."""
+        return self.pooled(list(range(len(self.grid))), np.maximum(np.array(self.grid), over))
 
     def rate(self, n: int, over: int = 0) -> float | None:
         """Predicted tokens per second at budget n (any n: off the grid it replays the trees one by one);
@@ -216,14 +221,10 @@ class AutoState:
         grown with a budget ≥ max(g, here)); candidates with fewer than MIN_PAIRED such trees are left out."""
         if not candidates or not len(self.table.step):
             return {}
-        cols = [self.grid.index(g) for g in candidates]
-        h = self.grid.index(here)
-        use = self.table.budget[:, None] >= np.maximum(np.array(candidates), here)[None, :]  # (R, C)
-        tau, ms = self.table.tau, self.step_ms()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rate_g = (tau[:, cols] * use).sum(0) / (ms[:, cols] * use).sum(0)
-            rate_here = (tau[:, [h]] * use).sum(0) / (ms[:, [h]] * use).sum(0)
-        enough = use.sum(0) >= MIN_PAIRED
+        over = np.maximum(np.array(candidates), here)  # each pair on the trees that answer for both
+        rate_g = self.pooled([self.grid.index(g) for g in candidates], over)
+        rate_here = self.pooled([self.grid.index(here)] * len(candidates), over)
+        enough = (self.table.budget[:, None] >= over[None, :]).sum(0) >= MIN_PAIRED
         return {g: float(rate_g[j] / rate_here[j]) for j, g in enumerate(candidates) if enough[j]}
 
     def choose(self) -> AutoChoice:
@@ -259,13 +260,10 @@ class AutoState:
 
     def observe(self, trace: StepTrace) -> None:
         """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob)."""
-        static = trace.tree is not None and trace.tree.policy == "static"
-        used_n = trace.budget()[0] or len(trace.nodes)
-        r = replay_of(trace, static, used_n)
-        r.full_curve = self.curve_ms(len(r.depths), r)
+        r = replay_of(trace)
         self.recent = (self.recent + [r])[-HISTORY:]
         self.table = self.table.append([tau_of(r, n) for n in self.grid], [self.curve_ms(n, r) for n in self.grid],
-                                       r.full_curve, r.step_ms, r.forward_ms, r.budget)
+                                       self.curve_ms(len(r.depths), r), r.step_ms, r.forward_ms, r.budget)
         self.observed = trace.index
         self.slope = self.fit_slope()
         if self.key:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.auto_budget import GRID, HISTORY, AutoState
+from core.auto_budget import GRID, HISTORY, AutoState, budget_of
 from core.cost_model import CostModel, measure
 from ui.models import drafter_for
 from ui.run import Run
@@ -22,11 +22,6 @@ class CostView:
     note: str
 
 
-def used_n(trace) -> int:
-    """The budget a step had: auto's choice, else the N knob."""
-    return trace.budget()[0] or len(trace.nodes)
-
-
 def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[int, float]], str]:
     """(the N the run used last, [(N, modelled speed-up over AR)], where it came from)."""
     traces = [t for t in run.traces if t.method in ("talon", "static") and t.nodes]
@@ -34,7 +29,7 @@ def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[
         return None, [], "no TALON step with a tree yet: press Step in the TALON tab"
     last = traces[-1]
     chosen = last.budget()[0]
-    cap = max(used_n(t) for t in traces[-HISTORY:])
+    cap = max(budget_of(t) for t in traces[-HISTORY:])
     state = AutoState(cost, N=cap, n_max=cap)
     for t in traces[-HISTORY:]:
         state.observe(t)
