@@ -253,10 +253,12 @@ def upload(page, box: str, path: Path) -> None:
 def test_import_an_exported_trace_and_refuse_a_bad_file(page, tmp_path):
     page.get_by_role("tab", name="TALON").click()
     page.wait_for_selector("#talon-tree .gtitle", timeout=240_000)  # the preview first: it must not land after
-    for n in (1, 2):  # a run of (at least) two steps to export
+    title = "document.querySelector('#talon-tree .gtitle')?.textContent || ''"
+    for _ in range(2):  # a run of (at least) two steps to export; each step's own title, not the last test's
+        before = page.evaluate(title)
         page.click("#talon-step")
-        page.wait_for_function(f"(t => /step [{n}-9]\\b/.test(t) && !/preview/.test(t))"
-                               "(document.querySelector('#talon-tree .gtitle')?.textContent || '')", timeout=240_000)
+        page.wait_for_function(f"b => {{ const t = {title}; return t !== b && /step \\d/.test(t) && !/preview/.test(t); }}",
+                               arg=before, timeout=240_000)
     page.get_by_text("Export or import a run's traces").first.click()
     page.click("#talon-export")
     download = page.locator("#talon-export-file a[download]")
