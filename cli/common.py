@@ -49,8 +49,9 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     tree = ap.add_argument_group("trees (static, talon); N counts drafted nodes, not the root; "
                                  "unset knobs come from --preset")
     tree.add_argument("--preset", default="paper", choices=sorted(knobs.PRESETS),
-                      help="paper: N=60 K=10 mu=0.03 k=1 D=8; embedded: best measured for the embedded pair; "
-                           "auto: N chosen per step for this machine")
+                      help="; ".join(f"{name}: {knobs.preset_text(name)}" for name in knobs.PRESETS)
+                           + " (embedded: the best measured on the embedded pair; auto: N chosen per step for "
+                             "this machine)")
     _knob_flags(tree, knobs.METHOD_KNOBS["talon"] + knobs.METHOD_KNOBS["static"], seen)
     _knob_flags(ap.add_argument_group("specbound (defaults: the method's own)"), knobs.METHOD_KNOBS["specbound"], seen)
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")

@@ -156,9 +156,9 @@ def test_specbound_step_heatmap_and_replay():
 
 
 def test_knob_validation_messages():
-    assert validate(TALON_KNOBS, {"N": "60", "K": 10, "mu": 0.03, "k_init": 1})["N"] == 60
+    assert validate(TALON_KNOBS, {"N": "60", "K": 10, "mu": 0.03, "k_init": 1, "shape_temperature": 1})["N"] == 60
     with pytest.raises(ValueError, match="whole number"):
-        validate(TALON_KNOBS, {"N": 6.5, "K": 10, "mu": 0.03, "k_init": 1})
+        validate(TALON_KNOBS, {"N": 6.5, "K": 10, "mu": 0.03, "k_init": 1, "shape_temperature": 1})
     with pytest.raises(ValueError, match="must be a number"):
         validate(SAMPLING_KNOBS, {"temperature": "hot", "seed": 0, "max_new_tokens": 4})
 
@@ -263,7 +263,7 @@ def test_auto_preset_records_the_chosen_n_in_the_view_and_the_export():
     values = apply_preset(label)
     assert values[-1] is True and values[0] == 96  # N is the cap, the auto box is ticked
     run, out = None, None
-    knobs = dict(zip(("N", "K", "mu", "k_init"), values[:4]))
+    knobs = dict(zip(("N", "K", "mu", "k_init", "shape_temperature"), values[:5]))
     for _ in range(3):
         out = step(run, **knobs, max_new_tokens=16, drafter="model", auto=values[-1])
         run = out["run"]

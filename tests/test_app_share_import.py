@@ -29,9 +29,9 @@ def opened(fields: list[str], updates) -> list:
 def test_share_link_round_trip_fills_the_same_knobs():
     from ui.share import FIELDS, apply_link, share_query
     n_talon = len(FIELDS["talon"])
-    talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.7, 3, 24, "lookup", True]
+    talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.5, 0.7, 3, 24, "lookup", True]
     query = share_query("talon", dict(zip(FIELDS["talon"], talon)))
-    assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query
+    assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query and "T=0.5" in query
     assert "max_new" not in query and "new=24" in query  # short names
     out = apply_link(gr.Request(query_params=link_params("http://host/" + query)))
     assert out[0].selected == "talon" and "Opened a shared link" in out[1].value

@@ -66,7 +66,7 @@ def test_a_hub_id_typed_with_the_hub_off_opens_no_socket(handler, public_bind, n
         if handler == "load":
             load_models("Qwen/Qwen2.5-0.5B", "embedded")
         else:
-            step(VIEWS["talon"], run=None, prompt="def f(x):", N=8, K=4, mu=0.05, k_init=1, temperature=0.0, seed=0,
+            step(VIEWS["talon"], run=None, prompt="def f(x):", N=8, K=4, mu=0.05, k_init=1, shape_temperature=1.0, temperature=0.0, seed=0,
                  max_new_tokens=4, target="Qwen/Qwen2.5-0.5B", draft="embedded")
     assert no_network == []
 
@@ -107,7 +107,7 @@ def test_the_embedded_models_load_with_the_network_off(public_bind, no_network):
     assert no_network == []
 
 
-KNOBS = {"talon": (("N", 8), ("K", 4), ("mu", 0.05), ("k_init", 1)),
+KNOBS = {"talon": (("N", 8), ("K", 4), ("mu", 0.05), ("k_init", 1), ("shape_temperature", 1.0)),
          "specbound": (("alpha", 0.5), ("tau_exit", 0.1), ("d_max", 4), ("w_max", 8)),
          "chain": (("gamma", 4),)}
 
@@ -160,7 +160,7 @@ def test_a_huge_prompt_is_refused_before_tokenizing(monkeypatch):
     calls = []
     monkeypatch.setattr(CausalLM, "tokenizer", property(lambda self: calls.append(1)), raising=False)
     with pytest.raises(gr.Error, match="characters"):
-        step(VIEWS["talon"], run=None, prompt="x = 1\n" * 1_000_000, N=8, K=4, mu=0.05, k_init=1, temperature=0.0,
+        step(VIEWS["talon"], run=None, prompt="x = 1\n" * 1_000_000, N=8, K=4, mu=0.05, k_init=1, shape_temperature=1.0, temperature=0.0,
              seed=0, max_new_tokens=4)
     assert calls == []
 

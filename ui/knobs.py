@@ -33,6 +33,8 @@ TALON_KNOBS = [
     slider(core_knobs.K, "K (root width)", "Top-K children kept at the first k levels, however confident the draft is."),
     slider(core_knobs.MU, "μ (gate)", "Keep a candidate when p(u) ≥ μ·m_d; larger μ gives deeper, narrower trees."),
     slider(core_knobs.K_INIT, info="Leading levels forced to Top-K before the gate takes over (k = 0: pure gating)."),
+    slider(core_knobs.SHAPE_T, "T_shape (sharpen q)", "The trees see softmax(z / T_shape) of the drafter's logits: "
+           "below 1 sharpens a flat q so the gate goes deeper. Ours, not the paper's; verification is untouched."),
 ]
 
 SPECBOUND_KNOBS = [
@@ -52,7 +54,8 @@ PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded 
 def _preset_label(name: str, knobs: dict) -> str:
     """A preset core/ adds later is listed under its own name rather than breaking the page."""
     n = f"N≤{knobs['N']}" if knobs.get("auto") else f"N={knobs['N']}"  # under auto, N is only the cap
-    return f"{PRESET_NAMES.get(name, name)} ({n}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']})"
+    return (f"{PRESET_NAMES.get(name, name)} ({n}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']}, "
+            f"T={knobs['shape_temperature']:g})")
 
 
 # The same presets as the CLI's --preset (core/knobs.py), labelled for the dropdown.
