@@ -47,13 +47,17 @@ GRID = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 HISTORY = 64  # recent trees replayed
 HYSTERESIS = 0.03
 PRIOR_SLOWDOWN = 1.6
-SURVEY_SLOWDOWN = 3.0
-SURVEY_STEPS = 2
-EXPLORE_EVERY = 16
+SURVEY_SLOWDOWN = 2.0
+SURVEY_STEPS = 3
+EXPLORE_EVERY = 32
 EXPLORE_UP = 2  # grid notches above the resting N an exploring step grows
+NUDGE_EVERY = 4  # every so many steps, one notch above the resting N: the evidence a move up needs; auto
+# also decides only once in so many steps (right after each nudge), so its own cost stays a small share of
+# a step between its decisions
 RESURVEY_EVERY = 4  # explorations per survey tree
 MAX_MOVE = 4  # grid notches per step, up or down
-MIN_PAIRED = 2  # trees both budgets must be measured on before auto moves between them
+MIN_PAIRED = 3  # trees both budgets must be measured on before auto moves between them
+HALF_LIFE = 24  # steps: a tree's weight halves with this age, so a burst or an easy prompt fades
 SLOPE_RANGE = (0.5, 4.0)
 MIN_SHARE = 0.1  # a smaller tree is never predicted cheaper than this share of the step it is cut from
 _MEMORY: dict[str, "AutoState"] = {}  # key -> the last session's state on that setup
@@ -191,13 +195,19 @@ class AutoState:
         ms = t.step[:, None] + self.slope * (t.curve - t.full[:, None])
         return np.maximum(ms, MIN_SHARE * t.step[:, None])
 
+    def weights(self, over: np.ndarray) -> np.ndarray:
+        """(R, C) each recent tree's weight for each budget of `over`: 0 where its budget is below it, else
+        halving every HALF_LIFE steps of age."""
+        age = np.arange(len(self.table.step))[::-1]  # (R,) the newest tree is 0 steps old
+        return (0.5 ** (age / HALF_LIFE))[:, None] * (self.table.budget[:, None] >= over[None, :])
+
     def pooled(self, cols: list[int], over: np.ndarray) -> np.ndarray:
         """Tokens per second at the grid columns `cols`, each pooled over the recent trees grown with a
-        budget ≥ its entry of `over` (nan where there is none)."""
-        use = self.table.budget[:, None] >= over[None, :]  # (R, C)
+        budget ≥ its entry of `over` (nan where there is none), recent trees weighing more."""
+        w = self.weights(over)  # (R, C)
         with np.errstate(invalid="ignore", divide="ignore"):
-            rate = 1000.0 * (self.table.tau[:, cols] * use).sum(0) / (self.step_ms()[:, cols] * use).sum(0)
-        return np.where(use.any(0), rate, np.nan)
+            rate = 1000.0 * (self.table.tau[:, cols] * w).sum(0) / (self.step_ms()[:, cols] * w).sum(0)
+        return np.where(w.any(0), rate, np.nan)
 
     def rates(self, over: int = 0) -> np.ndarray:
         """Predicted tokens per second at each budget of the grid, each from the recent trees grown with a
@@ -216,62 +226,93 @@ class AutoState:
         taus, mss = zip(*(self.predict(n, r) for r in usable))
         return 1000.0 * sum(taus) / sum(mss)
 
-    def gains(self, candidates: list[int], here: int) -> dict[int, float]:
-        """rate(g) / rate(here) for each candidate g of the grid, on the trees that answer for both (those
-        grown with a budget ≥ max(g, here)); candidates with fewer than MIN_PAIRED such trees are left out."""
+    def gains(self, candidates: list[int], here: int) -> dict[int, tuple[float, float]]:
+        """(rate(g) / rate(here), its jackknife standard error) for each candidate g of the grid, on the
+        trees that answer for both (those grown with a budget ≥ max(g, here)); candidates with fewer than
+        MIN_PAIRED such trees are left out. The error says how much the gain rests on a tree or two (a
+        burst of accepted tokens, or two surveys that accepted nothing)."""
         if not candidates or not len(self.table.step):
             return {}
         over = np.maximum(np.array(candidates), here)  # each pair on the trees that answer for both
-        rate_g = self.pooled([self.grid.index(g) for g in candidates], over)
-        rate_here = self.pooled([self.grid.index(here)] * len(candidates), over)
-        enough = (self.table.budget[:, None] >= over[None, :]).sum(0) >= MIN_PAIRED
-        return {g: float(rate_g[j] / rate_here[j]) for j, g in enumerate(candidates) if enough[j]}
+        w = self.weights(over)  # (R, C)
+        ms = self.step_ms()
+        g_cols, h_col = [self.grid.index(g) for g in candidates], self.grid.index(here)
+        parts = np.stack([self.table.tau[:, g_cols], ms[:, g_cols],
+                          np.repeat(self.table.tau[:, [h_col]], len(g_cols), 1),
+                          np.repeat(ms[:, [h_col]], len(g_cols), 1)]) * w  # (4, R, C) weighted sums' terms
+        total = parts.sum(1)  # (4, C)
+        loo_sums = total[:, None, :] - parts  # (4, R, C): the sums with tree r left out
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gain = total[0] * total[3] / (total[1] * total[2])  # (C,)
+            loo = loo_sums[0] * loo_sums[3] / (loo_sums[1] * loo_sums[2])  # (R, C)
+        used = w > 0
+        n = used.sum(0)
+        mean = np.where(used, loo, 0).sum(0) / np.maximum(n, 1)
+        se = np.sqrt((n - 1) / np.maximum(n, 1) * np.where(used, (loo - mean) ** 2, 0).sum(0))
+        return {g: (float(gain[j]), float(se[j])) for j, g in enumerate(candidates) if n[j] >= MIN_PAIRED}
 
-    def choose(self) -> AutoChoice:
-        """The budget for the next step (at most MAX_MOVE notches from the current one)."""
+    def choose(self, traces: list[StepTrace] | None = None) -> AutoChoice:
+        """The budget for the next step (at most MAX_MOVE notches from the current one). `traces`: the
+        session's steps so far, observed here on the steps that decide (the others keep the resting N)."""
         self.steps += 1
         if self.steps <= SURVEY_STEPS and self.survey > self.N:
             self.last = AutoChoice(self.survey, None, f"surveying with N = {self.survey} (step {self.steps} of "
                                                       f"{SURVEY_STEPS}): its tree answers for every smaller N")
             return self.last
-        if not self.recent:
-            return self.last
-        grid = self.grid
-        i = grid.index(self.N)
-        here = self.N
-        predicted = [(g, float(r)) for g, r in zip(grid, self.rates()) if not np.isnan(r)]
+        grid, here = self.grid, self.N
+        i = grid.index(here)
+        predicted = self.last.predicted if self.last is not None else []
         if self.steps % EXPLORE_EVERY == 0 and i + 1 < len(grid):
             k = (self.steps // EXPLORE_EVERY) % RESURVEY_EVERY  # which exploration of the cycle this is
             up = grid[min(i + EXPLORE_UP * (2 if k == RESURVEY_EVERY // 2 else 1), len(grid) - 1)]
             if k == 0:
                 up = max(up, self.survey)  # a survey tree again now and then, so a far better N is not lost
-            self.last = AutoChoice(up, None, f"exploring N = {up} for one step (resting at N = {here})", predicted)
+            return AutoChoice(up, None, f"exploring N = {up} for one step (resting at N = {here})", predicted)
+        if self.steps % NUDGE_EVERY == 0 and i + 1 < len(grid):
+            return AutoChoice(grid[i + 1], None, f"one notch up, N = {grid[i + 1]}, for one step (resting at "
+                                                 f"N = {here}): is a larger tree worth it?", predicted)
+        after_survey = self.steps == SURVEY_STEPS + 1
+        if self.steps % NUDGE_EVERY != 1 and not after_survey and self.last is not None:
+            return AutoChoice(here, None, f"N = {here}: resting (auto decides after each nudge)", predicted)
+        if traces is not None:
+            self.catch_up(traces)
+        if not self.recent:
             return self.last
+        predicted = [(g, float(r)) for g, r in zip(grid, self.rates()) if not np.isnan(r)]
         near = [g for g in grid[max(0, i - MAX_MOVE): i + MAX_MOVE + 1] if g != here]
-        gains = self.gains(near, here)
-        best = max(gains, key=gains.get, default=here)
+        sure = {g: x for g, (x, se) in self.gains(near, here).items() if x > 1 + HYSTERESIS and x - se > 1}
+        best = max(sure, key=sure.get, default=here)
         reason = f"N = {here}: predicted {dict(predicted).get(here, 0):.0f} tok/s"
-        if best != here and gains[best] > 1 + HYSTERESIS:
-            reason = (f"N {here} → {best}: predicted {100 * (gains[best] - 1):.0f}% more tok/s "
+        if best != here:
+            reason = (f"N {here} → {best}: predicted {100 * (sure[best] - 1):.0f}% more tok/s "
                       f"on the same recent trees")
             self.N = best
         self.last = AutoChoice(self.N, None, reason, predicted)
         return self.last
 
-    def observe(self, trace: StepTrace) -> None:
-        """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob)."""
+    def observe(self, trace: StepTrace, fit: bool = True) -> None:
+        """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob); `fit`
+        refits the slope (catch_up fits once after a batch)."""
         r = replay_of(trace)
         self.recent = (self.recent + [r])[-HISTORY:]
         self.table = self.table.append([tau_of(r, n) for n in self.grid], [self.curve_ms(n, r) for n in self.grid],
                                        self.curve_ms(len(r.depths), r), r.step_ms, r.forward_ms, r.budget)
         self.observed = trace.index
-        self.slope = self.fit_slope()
+        if fit:
+            self.slope = self.fit_slope()
         if self.key:
             _MEMORY[self.key] = self
 
     def catch_up(self, traces: list[StepTrace]) -> None:
-        """Observe the session's steps finished since the last call (a step's wall time is known only once
-        the session has timed it, so each step is observed at the start of the next)."""
-        for t in traces[-2:]:
-            if t.index > self.observed and t.auto is not None:
-                self.observe(t)
+        """Observe the session's finished steps not seen yet (a step's wall time is known only once the
+        session has timed it, so a step is observed at a later step's start), oldest first."""
+        new = []
+        for t in reversed(traces[-HISTORY:]):
+            if t.index <= self.observed:
+                break
+            if t.auto is not None:
+                new.append(t)
+        for t in reversed(new):
+            self.observe(t, fit=False)
+        if new:
+            self.slope = self.fit_slope()

@@ -80,8 +80,7 @@ class TreeMethod:
                 cost = measure(s.target, drafter)
                 setup = f"{cost.key}|{self.policy}|{self.shape_temperature}|{s.sampling.temperature}|{s.sampling.top_p}"
                 s.state["auto"] = AutoState.start(cost, self.policy.N, setup)
-            s.state["auto"].catch_up(s.traces)
-            auto = s.state["auto"].choose()
+            auto = s.state["auto"].choose(s.traces)
             policy = replace(self.policy, N=auto.N)
         # 1. draft: the policy grows the tree, one batched drafter forward per level
         t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
 import pytest
 
-from core.auto_budget import EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, SURVEY_STEPS, AutoState
+from core.auto_budget import EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, SURVEY_STEPS, AutoState
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
 from core.engine import Session
@@ -88,10 +88,13 @@ def test_a_larger_budget_wins_only_on_trees_grown_that_large():
     for i in range(6):  # trees of 8, accepted whole: nothing says what 16 would commit
         state.observe(chain_trace(8, 8, index=i, costs=state.cost))
     assert state.gains([16], 8) == {} and state.rate(16) is None
-    for i in range(6, 8):  # two trees of 16, accepted only to depth 3: the extra nodes did not pay
+    for i in range(6, 6 + MIN_PAIRED - 1):  # too few trees of 16 to compare on
         state.observe(chain_trace(16, 3, index=i, costs=state.cost))
-    assert state.gains([16], 8)[16] == pytest.approx(state.rate(16, 16) / state.rate(8, 16))
-    assert state.gains([16], 8)[16] < 1
+    assert state.gains([16], 8) == {}
+    state.observe(chain_trace(16, 3, index=9, costs=state.cost))  # enough: the extra nodes did not pay
+    gain, se = state.gains([16], 8)[16]
+    assert gain == pytest.approx(state.rate(16, 16) / state.rate(8, 16)) and gain < 1
+    assert se == pytest.approx(0, abs=1e-9)  # trees alike: leaving any one out changes nothing
 
 
 def test_the_cost_curve_is_read_on_its_monotone_envelope():
