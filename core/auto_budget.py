@@ -15,15 +15,22 @@
   context, and a step's per-node work outside the forwards grows with the tree too.
 
 Two budgets are compared on the same trees (those grown with a budget ≥ both), so the noise of which
-steps happened to be easy cancels. A tree answers only for budgets up to its own, and on a real draft the
-rate over N is not concave (a budget that just completes a second level can pay where the ones below it
-do not, so a walk down from a too-small start never finds it). Hence:
+steps happened to be easy cancels, and recent trees weigh more (a tree's weight halves every HALF_LIFE
+steps): a burst of accepted tokens (prompt lookup on a repeated passage) or an easy prompt fades instead
+of holding auto at a large tree for the next 64 steps. A tree answers only for budgets up to its own, and
+on a real draft the rate over N is not concave (a budget that just completes a second level can pay where
+the ones below it do not, so a walk down from a too-small start never finds it). Hence:
 - the first SURVEY_STEPS steps grow one larger tree each (the largest N whose verification costs at most
   SURVEY_SLOWDOWN × a one-token forward: mid-sized on a CPU, large on a GPU): they commit more than a small
   tree would, so they cost little, and they answer for every budget up to theirs;
-- it then rests at the best N, moving at most MAX_MOVE grid notches per step and only for a gain above
-  HYSTERESIS seen on at least MIN_PAIRED trees, so it cannot oscillate (a move back would need new trees
-  that say so);
+- one step in NUDGE_EVERY grows one grid notch above the resting N (adjacent budgets cost about the same,
+  so this is nearly free): resting trees answer for every smaller N, and without these a move up would
+  wait for the rare large trees;
+- it decides right after each nudge (the steps between keep the resting N, so its own cost is spread
+  over NUDGE_EVERY steps), moving at most MAX_MOVE grid notches and only to a budget whose gain is above
+  HYSTERESIS and clear of 1 by its jackknife standard error, on at least MIN_PAIRED trees: a gain that
+  rests on one tree (a burst, or a few surveys that happened to accept nothing) does not move it, and it
+  cannot oscillate (a move back would need new trees that say so);
 - every EXPLORE_EVERY-th step grows a larger tree for one step, so larger budgets stay known: in a cycle
   of RESURVEY_EVERY explorations, a survey tree, EXPLORE_UP notches above the resting N, twice that, and
   EXPLORE_UP again;
@@ -220,10 +227,11 @@ class AutoState:
         if n in self.grid:
             x = float(self.rates(over)[self.grid.index(n)])
             return None if np.isnan(x) else x
-        usable = [r for r in self.recent if r.budget >= max(n, over)]
+        last = len(self.recent) - 1
+        usable = [(0.5 ** ((last - j) / HALF_LIFE), r) for j, r in enumerate(self.recent) if r.budget >= max(n, over)]
         if not usable:
             return None
-        taus, mss = zip(*(self.predict(n, r) for r in usable))
+        taus, mss = zip(*((w * tau, w * ms) for w, r in usable for tau, ms in [self.predict(n, r)]))
         return 1000.0 * sum(taus) / sum(mss)
 
     def gains(self, candidates: list[int], here: int) -> dict[int, tuple[float, float]]:

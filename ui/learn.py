@@ -57,7 +57,9 @@ HARDWARE = """**Why the best tree is small on a CPU and large on a GPU.** Verify
 over all its nodes. On a CPU that forward costs about linearly in the number of tokens (see the cost curve
 in Tune: a 60-node tree costs several one-token forwards), so each extra node must pay for itself and
 small budgets win. On a GPU the forward is nearly flat in n until the GPU saturates, so a tree of 60
-costs about what one token costs and large trees are free tokens. The **auto** preset measures this
+costs about what one token costs and large trees are free tokens. A small budget pays only if it goes deep:
+the **embedded** preset spends 12 nodes on two root children, a gate of μ = 0.1 and q sharpened by
+T_shape = 0.5, rather than on the paper's ten root children. The **auto** preset measures this
 machine's curve and chooses N each step to maximise predicted tokens per second (the N above is then only
 the cap); each step shows the N it picked and why."""
 
