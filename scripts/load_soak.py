@@ -30,7 +30,7 @@ from gradio_client import Client  # noqa: E402
 
 from core.prompts import ASSET_PROMPTS, CHARS_PER_TOKEN_BOUND, read_prompts  # noqa: E402
 
-KNOBS = dict(N=16, K=4, mu=0.05, k_init=1)
+KNOBS = dict(N=16, K=4, mu=0.05, k_init=1, shape_temperature=1.0)
 
 
 def free_port() -> int:
@@ -82,8 +82,8 @@ class Server:
 def step(client: Client, prompt: str, max_new: int) -> tuple[dict, float]:
     """One /talon_step call: (the step's trace, seconds)."""
     t0 = time.perf_counter()
-    out = client.predict(prompt, KNOBS["N"], KNOBS["K"], KNOBS["mu"], KNOBS["k_init"], 0.0, 0, max_new,
-                         "embedded", "embedded", True, api_name="/talon_step")
+    out = client.predict(prompt, *KNOBS.values(), 0.0, 0, max_new, "embedded", "embedded", True,
+                         api_name="/talon_step")  # N K μ k T_shape, temperature seed max_new, target draft pruned
     return out[-1], time.perf_counter() - t0
 
 

@@ -10,7 +10,7 @@ from ui.examples import example_prompts
 
 pytestmark = pytest.mark.slow  # starts the app in a subprocess
 
-KNOBS = (16, 4, 0.05, 1, 0.0, 0, 10, "embedded", "embedded", True)  # N K μ k T seed max_new target draft pruned
+KNOBS = (16, 4, 0.05, 1, 1.0, 0.0, 0, 10, "embedded", "embedded", True)  # N K μ k T_shape T seed max_new target draft pruned
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_two_clients_keep_separate_state(app_url):
 def test_link_and_import_endpoints(app_url):
     from gradio_client import handle_file
     client = Client(app_url, verbose=False)
-    link = client.predict("def f(x):", *KNOBS[:7], "lookup", False, api_name="/talon_link")
+    link = client.predict("def f(x):", *KNOBS[:8], "lookup", False, api_name="/talon_link")
     assert link.startswith("?tab=talon&p=def%20f%28x%29%3A") and "N=16" in link and "drafter=lookup" in link
     for _ in range(2):
         talon_step(client, example_prompts()[0])
