@@ -20,8 +20,8 @@ from ui.limits import CACHES, state_capacity, state_ttl_s
 from ui.models import model_box_info
 from ui.preview import PREVIEW
 from ui.share import FIELDS, apply_link, share_query
-from ui.tab_handlers import (COMPARE_HEADERS, cancel_compare, cancel_sweep, cost_curve, load_models, run_compare, run_sweep,
-                             sweep_defaults)
+from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, cancel_compare, cancel_sweep, cost_curve, load_models,
+                             run_compare, run_sweep, sweep_defaults)
 from ui.tune import SWEEPS, symbol
 from ui.view_specs import VIEWS, ViewSpec, drafter_input
 
@@ -201,7 +201,7 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
 
 
 def compare_tab(models: list) -> None:
-    gr.Markdown("One prompt through every method at SPEC defaults, each run to the end and timed on this machine.")
+    gr.Markdown("One prompt through every method, each run to the end and timed on this machine.")
     with gr.Row():
         prompt = gr.Textbox(value=default_prompt(), lines=3, label="prompt", scale=3)
         with gr.Column(scale=1):
@@ -210,6 +210,9 @@ def compare_tab(models: list) -> None:
             temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
                                     elem_classes="ss-knob")
             drafter = drafter_input("compare-drafter")
+            trees = gr.Radio([(label, name) for name, label in TREE_SETTINGS.items()], value="paper",
+                             label="static and TALON settings", elem_id="compare-trees",
+                             info="the papers' preset, or the small deep tree measured fastest on this CPU")
             with gr.Row():
                 go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
                 stop = gr.Button("Cancel", elem_id="compare-cancel")
@@ -217,7 +220,7 @@ def compare_tab(models: list) -> None:
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
-    running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter], [table, plot, status],
+    running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter, trees], [table, plot, status],
                        api_name="compare", concurrency_id=ENGINE, show_progress="minimal")
     stop.click(cancel_compare, None, [status], cancels=[running], api_name="compare_cancel")
 

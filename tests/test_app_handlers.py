@@ -192,6 +192,15 @@ def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():
         h.remeasure(None)
 
 
+def test_compare_can_run_the_trees_at_the_embedded_preset():
+    from ui.tab_handlers import compare_knobs
+    assert compare_knobs("embedded")["K"] == 2 and compare_knobs("paper")["N"] == 60
+    rows, _, status = list(run_compare(PROMPT, 8, 0.0, trees="embedded"))[-1]
+    assert "done in" in status and all(r[5] == "✓" for r in rows[1:])  # lossless at that shape too
+    with pytest.raises(gr.Error, match="unknown tree settings"):
+        list(run_compare(PROMPT, 8, 0.0, trees="huge"))
+
+
 def test_compare_runs_every_method():
     updates = list(run_compare(PROMPT, 8, 0.0))
     assert "estimated" in updates[0][2] and "ms per token" in updates[0][2]  # the estimate comes first

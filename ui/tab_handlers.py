@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from core import knobs as core_knobs
+
 from ui.compare import PARTS, compare
 from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
@@ -16,6 +18,16 @@ from viz.cost_fig import cost_curve_figure
 from viz.outcome_figs import compare_bars, sweep_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
+# Compare's tree settings: the paper's, or the shape measured best on this CPU (core/knobs.py presets)
+TREE_SETTINGS = {"paper": "paper (N = 60, K = 10, μ = 0.03)",
+                 "embedded": "best measured here (N = 12, K = 2, μ = 0.1, T_shape = 0.5)"}
+
+
+def compare_knobs(trees: str) -> dict:
+    """Every method's knobs for Compare: the defaults, with static's and TALON's from the chosen preset."""
+    if trees not in TREE_SETTINGS:
+        raise ValueError(f"unknown tree settings {trees!r} (choose from {', '.join(TREE_SETTINGS)})")
+    return {**DEFAULT_KNOBS, **core_knobs.preset_knobs(trees)}
 COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless", "text"]
 
 
@@ -59,14 +71,17 @@ def compare_outputs(rows: list) -> tuple:
 
 @friendly
 def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: str = "embedded",
-                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, request: gr.Request = None):
-    """Every method on one prompt at SPEC defaults (chain γ = 5, static D = 8); chain, static and TALON
-    draft with `drafter`. A generator: the estimate first, then the table after each run (Cancel keeps it)."""
+                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = "paper",
+                request: gr.Request = None):
+    """Every method on one prompt (chain γ = 5; static and TALON at the `trees` preset: paper or embedded);
+    chain, static and TALON draft with `drafter`. A generator: the estimate first, then the table after each
+    run (Cancel keeps it)."""
+    knobs = compare_knobs(trees)
     cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter)
     job = Job(f"Compare: {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS, cfg.max_new_tokens,
               ar_ms_per_token(cfg.target, cfg.prompt))
-    yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, DEFAULT_KNOBS, check),
+    yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check),
                         compare_outputs, 2)
 
 
