@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from cli.train_utils import write_card
-from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads
+from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 from core.model import CausalLM
 
 CARD_START = "## Exit heads (SpecBound)"  # cli/model_card.py keeps the card from "## Exit heads" on
@@ -144,7 +144,9 @@ Trained with `{command}`
 on {data}: base frozen, one residual adapter per layer ℓ = 1..L−1 (RMSNorm + rank-{cfg.rank} down/up,
 zero-initialised up projection) feeding the model's own final norm and tied LM head, distilled from the
 final layer by KL(p_L ‖ q_ℓ); {cfg.steps} steps of {cfg.batch}×{cfg.seq_len} tokens, AdamW lr {cfg.lr},
-{res.seconds / 60:.1f} min on CPU. Stored as `exit_heads.safetensors` (fp16, {mb:.2f} MB) + `exit_heads.json`.
+{res.seconds / 60:.1f} min on CPU. Stored as `exit_heads.safetensors` (fp16, {mb:.2f} MB) + `exit_heads.json`, and
+`exit_vocab.safetensors`: the training text's tokens by frequency (SpecBound's `--exit-vocab` checks only the
+most frequent ones).
 
 Top-1 agreement with the final layer on {metrics['tokens']} held-out tokens (final KL {res.losses[-1]:.3f}):
 
@@ -165,6 +167,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--card", type=Path, default=None, help="model card to write the metrics section into")
     ap.add_argument("--max-files", type=int, default=300, help="--stdlib: train files sampled")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--token-order-only", action="store_true",
+                    help="only write exit_vocab.safetensors (the training text's tokens by frequency, for "
+                         "SpecBound's --exit-vocab) next to the heads, without training")
     for name, value in asdict(TrainConfig()).items():
         ap.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     args = ap.parse_args(argv)
@@ -180,9 +185,13 @@ def main(argv: list[str] | None = None) -> None:
             raise ValueError(f"not enough text: {len(train_ids)} training tokens for windows of {cfg.seq_len}")
     except (ValueError, ModelLoadError) as exc:
         sys.exit(f"error: {exc}")
+    out = args.out or heads_dir(args.model)
+    save_token_order(train_ids, lm.config.vocab_size, out)
+    if args.token_order_only:
+        print(json.dumps({"out": str(out / "exit_vocab.safetensors"), "train_tokens": len(train_ids)}))
+        return
     res = train_heads(lm, train_ids, cfg)
     metrics = agreement(lm, res.heads, held_ids, cfg.eval_tokens)
-    out = args.out or heads_dir(args.model)
     meta = {"model": args.model, "base_fingerprint": fingerprint(lm), "data": data_desc, "config": asdict(cfg),
             "final_kl": res.losses[-1], "train_seconds": res.seconds, "heldout": metrics}
     save_heads(res.heads, out, meta)

@@ -38,7 +38,7 @@ import torch
 from core import knobs
 from core.cost_model import median_ms
 from core.engine import Session, Timer
-from core.exit_heads import ExitHeads, heads_for
+from core.exit_heads import ExitHeads, exit_vocab, heads_for
 from core.kv_cache import KVCache
 from core.model import CausalLM, causal_mask
 from core.sampling import choose, probs
@@ -79,14 +79,16 @@ def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float,
 
 @functools.lru_cache(maxsize=8)
 @torch.inference_mode()
-def head_cost_layers(lm: CausalLM, heads: ExitHeads, reps: int = 25) -> float:
-    """One exit-head evaluation over one token, in units of one decoder layer over one token (measured)."""
+def head_cost_layers(lm: CausalLM, heads: ExitHeads, v_exit: int = 0, reps: int = 25) -> float:
+    """One exit-head evaluation over one token (over the V_exit most frequent tokens; 0: all), in units of
+    one decoder layer over one token (measured)."""
+    vocab = exit_vocab(lm, v_exit)
     h = lm.embed(torch.tensor([1], device=lm.device))  # (1, d)
     cache = lm.new_cache(64)
     pos = torch.tensor([32], device=lm.device)
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
     t_layer = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, 1), reps)
-    t_head = median_ms(lambda: heads.logits(lm, 1, h), reps)
+    t_head = median_ms(lambda: heads.logits(lm, 1, h, vocab), reps)
     return t_head / t_layer
 
 
@@ -152,6 +154,7 @@ class SpecBoundMethod:
     propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
     exit_layers: tuple[int, ...] | None = None  # layers with an exit check; None: every layer min_exit..d_max
     record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
+    exit_vocab: int = 0  # V_exit: exit checks over the most frequent tokens only (0: the whole vocabulary)
     name: str = "specbound"
     needs_draft: bool = False
     scratch: int = 4
@@ -183,7 +186,7 @@ class SpecBoundMethod:
                 q = torch.stack(block.q) if block.q else p[:0]  # (w, V)
                 verdict = verify_chain_sampling(drafted, q, p, s.gen)
         trace.draft_ms, trace.verify_ms = t_draft.ms, t_verify.ms
-        h_cost = head_cost_layers(lm, heads)
+        h_cost = head_cost_layers(lm, heads, self.exit_vocab)
         trace.delta, trace.target_forwards = (block.layers + block.head_evals * h_cost) / L, 1
         # 3. record the drafted chain, what the target chose, and the per-layer exits
         a = verdict.accepted
@@ -221,6 +224,7 @@ class SpecBoundMethod:
         lm = s.target
         L = lm.num_layers
         checks = self._checks(d_max, min_exit)
+        vocab = exit_vocab(lm, self.exit_vocab)  # (V_exit,) sorted ids, or None: every token
         g0, g1 = 0, len(block.tokens)
         while True:
             if len(block.drafted) >= w_limit:
@@ -250,7 +254,7 @@ class SpecBoundMethod:
                     block.hidden[j].append(h[j - g0])
                 if layer not in checks and layer != L:
                     continue
-                z = heads.logits(lm, layer, h[-1:])[0]  # (V,)
+                z = heads.logits(lm, layer, h[-1:], vocab)[0]  # (V,); -inf outside the exit vocabulary
                 block.head_evals += 1
                 conf = layer_confidence(z, layer, L, self.alpha, raw=self.record_raw)
                 confs.append(conf)
@@ -317,4 +321,5 @@ def build_specbound_method(record_raw: bool = True, **given) -> SpecBoundMethod:
         if not layers or layers[0] < 1:
             raise ValueError(f"exit layers must be layer numbers >= 1 (got {k['exit_layers']!r})")
     return SpecBoundMethod(alpha=k["alpha"], tau_exit=k["tau_exit"], d_max=k["d_max"], w_max=k["w_max"] or None,
-                           min_exit_layer=k["min_exit_layer"], exit_layers=layers, record_raw=bool(record_raw))
+                           min_exit_layer=k["min_exit_layer"], exit_layers=layers, record_raw=bool(record_raw),
+                           exit_vocab=k["exit_vocab"])

@@ -7,7 +7,7 @@ import torch
 import core.specbound
 from core.ar import ARMethod
 from core.engine import Session
-from core.exit_heads import ExitHeads
+from core.exit_heads import ExitHeads, exit_vocab, heads_for
 from core.sampling import SamplingConfig
 from core.specbound import (SpecBoundMethod, act_temperature, build_specbound_method, exits_at,
                             layer_confidence)
@@ -27,7 +27,7 @@ class ScriptedHeads(ExitHeads):
         super().__init__(num_layers, 32, rank=0)
         self.plan, self.token = plan, -1
 
-    def logits(self, lm, layer, h):
+    def logits(self, lm, layer, h, vocab=None):
         if layer == 1:
             self.token += 1
         confident = self.token < len(self.plan) and self.plan[self.token] == layer
@@ -70,7 +70,7 @@ def test_over_confident_shallow_layer_exits_only_without_act():
 
 def test_act_moves_the_exit_deeper_in_the_drafting_loop(tiny6):
     class SameConfidence(ExitHeads):  # raw confidence 0.946 at every layer: α decides where it counts
-        def logits(self, lm, layer, h):
+        def logits(self, lm, layer, h, vocab=None):
             z = torch.zeros(h.shape[0], V)
             z[:, DRAFT_TOKEN] = 7.0
             return z
@@ -132,7 +132,7 @@ class OracleHeads(ScriptedHeads):
         super().__init__(num_layers, plan)
         self.truth, self.session, self.seen_steps, self.k = truth, None, -1, 0
 
-    def logits(self, lm, layer, h):
+    def logits(self, lm, layer, h, vocab=None):
         z = super().logits(lm, layer, h)
         if layer == 1:
             steps = len(self.session.traces)
@@ -178,10 +178,12 @@ def test_greedy_specbound_equals_ar_on_heldout_prompts(target, heldout_prompts, 
         ("defaults", build_specbound_method()),
         ("α=0 τ=0.2 d=6 w=4", build_specbound_method(alpha=0.0, tau_exit=0.2, d_max=6, w_max=4, min_exit_layer=1)),
         ("α=1 τ=0.3 d=L w=∞", build_specbound_method(alpha=1.0, tau_exit=0.3, d_max=99, w_max=0, min_exit_layer=2)),
+        ("V_exit=256 τ=0.05", build_specbound_method(exit_vocab=256, tau_exit=0.05)),
+        ("V_exit=all", build_specbound_method(exit_vocab=0)),
     ]
     report = check_greedy_equivalence(target, None, prompts, methods, max_new_tokens=16,
                                       reference=ar_reference)
-    assert report.compared == 60
+    assert report.compared == 100
     assert_equivalent(report)
 
 
@@ -192,7 +194,7 @@ class FixedHeads(ExitHeads):
         super().__init__(3, 32, rank=0)
         self.z = z
 
-    def logits(self, lm, layer, h):
+    def logits(self, lm, layer, h, vocab=None):
         return self.z.expand(h.shape[0], -1)
 
 
@@ -245,3 +247,22 @@ def test_exit_checks_only_at_the_exit_layers(tiny6):
     t = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=8).step()
     assert all(set(e.layers) <= {3, 5} for e in t.exits) and t.exits[0].exit_layer == 3
     assert all(math.isnan(r) for e in t.exits for r in e.raw_conf)  # not computed when no view needs it
+
+
+def test_an_exit_vocabulary_scores_only_its_tokens(target):
+    heads = heads_for(target)
+    vocab = exit_vocab(target, 512)
+    assert vocab is not None and len(vocab) == 512 and bool((vocab[1:] > vocab[:-1]).all())
+    h = torch.randn(3, target.config.hidden_size)
+    full, sub = heads.logits(target, 2, h), heads.logits(target, 2, h, vocab)  # (3, V) each
+    inside = torch.zeros(target.config.vocab_size, dtype=torch.bool)
+    inside[vocab] = True
+    assert torch.allclose(sub[:, inside], full[:, inside], atol=1e-4)
+    assert bool(torch.isinf(sub[:, ~inside]).all())  # a token outside cannot exit early
+    assert torch.equal(heads.logits(target, target.num_layers, h, vocab), target.head(h))  # layer L: whole
+    s = Session(target, build_specbound_method(exit_vocab=512, tau_exit=0.05), "def f(x):", max_new_tokens=24)
+    for _ in range(4):
+        t = s.step()
+        assert all(inside[n.token_id] for n, e in zip(t.nodes, t.exits) if e.exit_layer is not None
+                   and e.exit_layer < target.num_layers)
+    assert exit_vocab(target, 0) is None and exit_vocab(target, 10 ** 6) is None
