@@ -105,6 +105,11 @@ class Table:
                      add(self.forward, forward), add(self.budget, budget))
 
 
+def age_weights(count: int) -> np.ndarray:
+    """(count,) weights of the recent trees, oldest first: halving every HALF_LIFE steps of age."""
+    return 0.5 ** (np.arange(count)[::-1] / HALF_LIFE)
+
+
 def tau_of(r: Replay, n: int) -> float:
     """What replay r truncated to its first n nodes committed: the bonus token + the kept accepted nodes."""
     return 1.0 + sum(rank < n for rank in r.accepted_ranks)
@@ -204,9 +209,8 @@ class AutoState:
 
     def weights(self, over: np.ndarray) -> np.ndarray:
         """(R, C) each recent tree's weight for each budget of `over`: 0 where its budget is below it, else
-        halving every HALF_LIFE steps of age."""
-        age = np.arange(len(self.table.step))[::-1]  # (R,) the newest tree is 0 steps old
-        return (0.5 ** (age / HALF_LIFE))[:, None] * (self.table.budget[:, None] >= over[None, :])
+        its age weight."""
+        return age_weights(len(self.table.step))[:, None] * (self.table.budget[:, None] >= over[None, :])
 
     def pooled(self, cols: list[int], over: np.ndarray) -> np.ndarray:
         """Tokens per second at the grid columns `cols`, each pooled over the recent trees grown with a
@@ -227,8 +231,7 @@ class AutoState:
         if n in self.grid:
             x = float(self.rates(over)[self.grid.index(n)])
             return None if np.isnan(x) else x
-        last = len(self.recent) - 1
-        usable = [(0.5 ** ((last - j) / HALF_LIFE), r) for j, r in enumerate(self.recent) if r.budget >= max(n, over)]
+        usable = [(w, r) for w, r in zip(age_weights(len(self.recent)), self.recent) if r.budget >= max(n, over)]
         if not usable:
             return None
         taus, mss = zip(*((w * tau, w * ms) for w, r in usable for tau, ms in [self.predict(n, r)]))

@@ -43,7 +43,8 @@ class ExitHeads(torch.nn.Module):
         self.down = torch.nn.Parameter(torch.randn(n, rank, hidden) / hidden ** 0.5)  # (L-1, r, d)
         self.up = torch.nn.Parameter(torch.zeros(n, hidden, rank))  # (L-1, d, r)
         self.kind = TRAINED if rank > 0 else LOGIT_LENS
-        self._rows: dict[int, tuple] = {}  # V_exit -> the LM head's rows (and bias) for that vocabulary
+        # V_exit -> the LM head's rows (and bias); exit_vocab gives one vocabulary per size
+        self._rows: dict[int, tuple] = {}
 
     def adapt(self, layer: int, h: torch.Tensor) -> torch.Tensor:
         """h: (..., d) after layer `layer` (1-based) -> the state the final norm + LM head read."""

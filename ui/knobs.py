@@ -51,15 +51,16 @@ PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded 
                 "auto": "auto: N chosen per step for this machine"}
 
 
-def _preset_label(name: str, knobs: dict) -> str:
-    """A preset core/ adds later is listed under its own name rather than breaking the page."""
+def preset_label(name: str) -> str:
+    """A preset's menu label from its knobs (a preset core/ adds later is listed under its own name)."""
+    knobs = core_knobs.PRESETS[name]
     n = f"N≤{knobs['N']}" if knobs.get("auto") else f"N={knobs['N']}"  # under auto, N is only the cap
     return (f"{PRESET_NAMES.get(name, name)} ({n}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']}, "
             f"T={knobs['shape_temperature']:g})")
 
 
 # The same presets as the CLI's --preset (core/knobs.py), labelled for the dropdown.
-PRESETS = {_preset_label(name, knobs): knobs for name, knobs in core_knobs.PRESETS.items()}
+PRESETS = {preset_label(name): knobs for name, knobs in core_knobs.PRESETS.items()}
 
 
 def validate(knobs: list[Knob], values: dict) -> dict:

@@ -20,8 +20,8 @@ from ui.models import DEFAULT_DRAFTER
 
 TABS = ("talon", "specbound", "compare", "tune")
 # query parameter -> knob name; the parameters are the paper's symbols where they are short
-PARAMS = {"N": "N", "K": "K", "mu": "mu", "k": "k_init", "T": "shape_temperature", "alpha": "alpha", "tau": "tau_exit", "dmax": "d_max",
-          "wmax": "w_max", "temp": "temperature", "seed": "seed", "new": "max_new_tokens"}
+PARAMS = {"N": "N", "K": "K", "mu": "mu", "k": "k_init", "T": "shape_temperature", "alpha": "alpha", "tau": "tau_exit",
+          "dmax": "d_max", "wmax": "w_max", "temp": "temperature", "seed": "seed", "new": "max_new_tokens"}
 NAMES = {knob: param for param, knob in PARAMS.items()}
 KNOBS = {k.name: k for k in TALON_KNOBS + SPECBOUND_KNOBS + SAMPLING_KNOBS}
 # the components a link fills, per stepping view, in this order (app.py wires the same order)

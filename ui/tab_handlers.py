@@ -4,11 +4,10 @@ from __future__ import annotations
 import gradio as gr
 
 from core import knobs as core_knobs
-
 from ui.compare import PARTS, compare
 from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
-from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS
+from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, preset_label
 from ui.cost_view import cost_view
 from ui.models import DEFAULT_DRAFTER, get_models
 from ui.run import Run
@@ -18,9 +17,8 @@ from viz.cost_fig import cost_curve_figure
 from viz.outcome_figs import compare_bars, sweep_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
-# Compare's tree settings: the paper's, or the shape measured best on this CPU (core/knobs.py presets)
-TREE_SETTINGS = {"paper": "paper (N = 60, K = 10, μ = 0.03)",
-                 "embedded": "best measured here (N = 12, K = 2, μ = 0.1, T_shape = 0.5)"}
+# Compare's tree settings: the paper's preset, or the shape measured best on this CPU (labelled from core's presets)
+TREE_SETTINGS = {name: preset_label(name) for name in ("paper", "embedded")}
 
 
 def compare_knobs(trees: str) -> dict:
@@ -28,6 +26,8 @@ def compare_knobs(trees: str) -> dict:
     if trees not in TREE_SETTINGS:
         raise ValueError(f"unknown tree settings {trees!r} (choose from {', '.join(TREE_SETTINGS)})")
     return {**DEFAULT_KNOBS, **core_knobs.preset_knobs(trees)}
+
+
 COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless", "text"]
 
 
