@@ -38,8 +38,14 @@ the ones below it do not, so a walk down from a too-small start never finds it).
   knobs for the life of the process, so the next session on the same setup starts where this one left
   off instead of surveying again (the bench's prompts run in one process: the first one pays the survey).
 Before the first survey it rests at a prior: the largest N whose verification costs at most
-PRIOR_SLOWDOWN × a one-token forward. μ and the static depth D are left as set: N is the knob whose best
-value depends on the hardware.
+PRIOR_SLOWDOWN × a one-token forward. N is the knob whose best value depends on the hardware; the one
+whose best value depends on the drafter is T_shape, and auto fits it too (core/shape_calibration.py): one
+step in CALIBRATE_EVERY scores the target's choices under q at each T of a grid, and each decision moves
+T_shape one notch toward the best-fitting T (once MIN_CALIBRATION choices are in, by more than
+T_HYSTERESIS nats a choice). A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ
+would (on the draft LM the fitted T, about 0.4, does what μ = 0.2 did by hand). μ and the static depth D
+are left as set: neither can be replayed from the trees already grown, and with T_shape fitted the
+preset's μ is at or near the best on every drafter (README "auto").
 """
 from __future__ import annotations
 
@@ -48,6 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.cost_model import CostModel
+from core.shape_calibration import T_GRID, best_temperature
 from core.trace import AutoChoice, StepTrace
 
 GRID = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -58,12 +65,15 @@ SURVEY_SLOWDOWN = 2.0
 SURVEY_STEPS = 3
 EXPLORE_EVERY = 32
 EXPLORE_UP = 2  # grid notches above the resting N an exploring step grows
-NUDGE_EVERY = 4  # every so many steps, one notch above the resting N: the evidence a move up needs; auto
+NUDGE_EVERY = 8  # every so many steps, one notch above the resting N: the evidence a move up needs; auto
 # also decides only once in so many steps (right after each nudge), so its own cost stays a small share of
 # a step between its decisions
 RESURVEY_EVERY = 4  # explorations per survey tree
 MAX_MOVE = 4  # grid notches per step, up or down
 MIN_PAIRED = 3  # trees both budgets must be measured on before auto moves between them
+MIN_CALIBRATION = 16  # target choices the recent trees must hold before T_shape moves
+CALIBRATE_EVERY = 2  # steps: one in so many scores the target's choices under q (0.1-0.2 ms a time on a CPU)
+T_HYSTERESIS = 0.002  # nats a choice the next T_shape notch must gain
 HALF_LIFE = 24  # steps: a tree's weight halves with this age, so a burst or an easy prompt fades
 SLOPE_RANGE = (0.5, 4.0)
 MIN_SHARE = 0.1  # a smaller tree is never predicted cheaper than this share of the step it is cut from
@@ -91,18 +101,22 @@ class Table:
     step: np.ndarray  # (R,) each step's measured wall ms
     forward: np.ndarray  # (R,) of which its forwards
     budget: np.ndarray  # (R,) the budget each tree was grown with
+    nll: np.ndarray  # (R, len(T_GRID)) Σ cross-entropy of the target's choices under q at each T_shape
+    nll_rows: np.ndarray  # (R,) how many choices each row of nll sums
 
     @classmethod
     def empty(cls, g: int) -> "Table":
-        return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)))
+        return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)),
+                   np.zeros((0, len(T_GRID))), np.zeros(0))
 
     def append(self, tau: list[float], curve: list[float], full: float, step: float, forward: float,
-               budget: int) -> "Table":
+               budget: int, nll: list[float], nll_rows: int) -> "Table":
         """A new table with this row added and only the last HISTORY rows kept."""
         def add(a: np.ndarray, row) -> np.ndarray:
             return np.concatenate([a, np.asarray([row], dtype=float)])[-HISTORY:]
         return Table(add(self.tau, tau), add(self.curve, curve), add(self.full, full), add(self.step, step),
-                     add(self.forward, forward), add(self.budget, budget))
+                     add(self.forward, forward), add(self.budget, budget), add(self.nll, nll),
+                     add(self.nll_rows, nll_rows))
 
 
 def age_weights(count: int) -> np.ndarray:
@@ -118,6 +132,14 @@ def tau_of(r: Replay, n: int) -> float:
 def budget_of(trace: StepTrace) -> int:
     """The budget a tree step had: auto's choice, else its N knob (else its size)."""
     return trace.budget()[0] or len(trace.nodes)
+
+
+def calibration_of(trace: StepTrace) -> tuple[list[float], int]:
+    """A step's T_shape evidence (none in exports from before auto fitted T_shape)."""
+    tree = trace.tree
+    if tree is None or len(tree.t_nll) != len(T_GRID):
+        return [0.0] * len(T_GRID), 0
+    return list(tree.t_nll), tree.t_nll_rows
 
 
 def replay_of(trace: StepTrace) -> Replay:
@@ -146,6 +168,7 @@ class AutoState:
     key: str = ""  # what the state is remembered under ("" : not remembered)
     slope: float = 1.0  # the run's step ms per cost-curve ms (fitted; 1 while nothing was timed)
     table: Table | None = field(default=None, repr=False)
+    T_shape: float = 1.0  # the shaping temperature the trees use now (fitted to the run, one notch a decision)
 
     def __post_init__(self) -> None:
         self.grid = tuple(sorted({g for g in GRID if g <= self.n_max} | {self.N}))  # the budgets auto weighs
@@ -156,19 +179,22 @@ class AutoState:
             self.table = Table.empty(len(self.grid))
 
     @classmethod
-    def start(cls, cost: CostModel, n_max: int, key: str = "") -> "AutoState":
-        """A fresh state, or the last one remembered under `key` carried on (its trees and resting N)."""
+    def start(cls, cost: CostModel, n_max: int, key: str = "", T_shape: float = 1.0) -> "AutoState":
+        """A fresh state starting from the user's T_shape, or the last one remembered under `key` carried
+        on (its trees, resting N and fitted T_shape)."""
         if key and key in _MEMORY:
             old = _MEMORY[key]
-            why = f"N = {old.N}: where auto rested at the end of the last run on this setup"
+            why = f"N = {old.N}, T_shape = {old.T_shape:g}: where auto rested at the end of the last run on this setup"
             return cls(cost, old.N, n_max, old.survey, list(old.recent), steps=max(old.steps, SURVEY_STEPS),
-                       slope=old.slope, table=old.table, key=key, last=AutoChoice(old.N, None, why))
+                       slope=old.slope, table=old.table, key=key, T_shape=old.T_shape,
+                       last=AutoChoice(old.N, None, why, T_shape=old.T_shape))
         allowed = [g for g in GRID if g <= n_max] or [n_max]
         base = cost.t_verify(1)
         prior, survey = (max([g for g in allowed if cost.t_verify(g + 1) <= x * base] or allowed[:1])
                          for x in (PRIOR_SLOWDOWN, SURVEY_SLOWDOWN))
-        return cls(cost, prior, n_max, survey, key=key, last=AutoChoice(
-            prior, None, f"prior: largest N whose verification costs ≤ {PRIOR_SLOWDOWN}× a 1-token forward"))
+        return cls(cost, prior, n_max, survey, key=key, T_shape=T_shape, last=AutoChoice(
+            prior, None, f"prior: largest N whose verification costs ≤ {PRIOR_SLOWDOWN}× a 1-token forward",
+            T_shape=T_shape))
 
     def curve_ms(self, n: int, r: Replay) -> float:
         """The cost curves' ms for the forwards of replay r truncated to n nodes."""
@@ -181,6 +207,27 @@ class AutoState:
         if r.static_levels is not None:
             widths = widths + [widths[-1]] * max(0, r.static_levels - len(widths))
         return sum(self.t_draft[w] for w in widths) + self.t_verify[n + 1]
+
+    def curves(self, r: Replay, ns: list[int]) -> list[float]:
+        """curve_ms(n, r) for each n of the ascending `ns`, in one pass over a tree grown level by level
+        (TALON's keep order); observe calls this every step, so it must cost next to nothing."""
+        if r.static_levels is not None or any(a > b for a, b in zip(r.depths, r.depths[1:])):
+            return [self.curve_ms(n, r) for n in ns]
+        out, counts, expanded, k = [], [], self.t_draft[1], 0  # expanded: ms of the levels below the last
+        for n in ns:
+            n = min(n, len(r.depths))
+            for d in r.depths[k:n]:
+                if d == len(counts):  # a new level: the one before it was expanded whole
+                    expanded += self.t_draft[counts[-1]] if counts else 0.0
+                    counts.append(0)
+                counts[d] += 1
+            k = max(k, n)
+            out.append(expanded + self.t_verify[n + 1])
+        return out
+
+    def wants_calibration(self) -> bool:
+        """Whether this step should score the target's choices for T_shape (one step in CALIBRATE_EVERY)."""
+        return self.steps % CALIBRATE_EVERY == 0
 
     def fit_slope(self) -> float:
         """How much a step's wall time grows per ms the cost curves add: the least-squares slope of the
@@ -268,7 +315,8 @@ class AutoState:
         self.steps += 1
         if self.steps <= SURVEY_STEPS and self.survey > self.N:
             self.last = AutoChoice(self.survey, None, f"surveying with N = {self.survey} (step {self.steps} of "
-                                                      f"{SURVEY_STEPS}): its tree answers for every smaller N")
+                                                      f"{SURVEY_STEPS}): its tree answers for every smaller N",
+                                     T_shape=self.T_shape)
             return self.last
         grid, here = self.grid, self.N
         i = grid.index(here)
@@ -278,13 +326,15 @@ class AutoState:
             up = grid[min(i + EXPLORE_UP * (2 if k == RESURVEY_EVERY // 2 else 1), len(grid) - 1)]
             if k == 0:
                 up = max(up, self.survey)  # a survey tree again now and then, so a far better N is not lost
-            return AutoChoice(up, None, f"exploring N = {up} for one step (resting at N = {here})", predicted)
+            return AutoChoice(up, None, f"exploring N = {up} for one step (resting at N = {here})", predicted,
+                              self.T_shape)
         if self.steps % NUDGE_EVERY == 0 and i + 1 < len(grid):
             return AutoChoice(grid[i + 1], None, f"one notch up, N = {grid[i + 1]}, for one step (resting at "
-                                                 f"N = {here}): is a larger tree worth it?", predicted)
+                                                 f"N = {here}): is a larger tree worth it?", predicted, self.T_shape)
         after_survey = self.steps == SURVEY_STEPS + 1
         if self.steps % NUDGE_EVERY != 1 and not after_survey and self.last is not None:
-            return AutoChoice(here, None, f"N = {here}: resting (auto decides after each nudge)", predicted)
+            return AutoChoice(here, None, f"N = {here}: resting (auto decides after each nudge)", predicted,
+                              self.T_shape)
         if traces is not None:
             self.catch_up(traces)
         if not self.recent:
@@ -298,16 +348,41 @@ class AutoState:
             reason = (f"N {here} → {best}: predicted {100 * (sure[best] - 1):.0f}% more tok/s "
                       f"on the same recent trees")
             self.N = best
-        self.last = AutoChoice(self.N, None, reason, predicted)
+        T_new, why_T = self.fit_temperature()
+        if T_new != self.T_shape:
+            reason, self.T_shape = f"{reason}; {why_T}", T_new
+        self.last = AutoChoice(self.N, None, reason, predicted, self.T_shape)
         return self.last
+
+    def fit_temperature(self) -> tuple[float, str]:
+        """(T_shape for the next steps, why): one T_GRID notch toward the temperature under which the
+        target's recent choices were most likely (core/shape_calibration.py), once MIN_CALIBRATION choices
+        are in and only when the next notch is better by T_HYSTERESIS nats a choice, so noise near the
+        optimum cannot flip it back and forth."""
+        t = self.table
+        if t.nll_rows.sum() < MIN_CALIBRATION:
+            return self.T_shape, ""
+        w = age_weights(len(t.nll_rows))
+        mean = (w[:, None] * t.nll).sum(0) / max(float((w * t.nll_rows).sum()), 1e-9)  # (len(T_GRID),)
+        here = min(range(len(T_GRID)), key=lambda i: abs(T_GRID[i] - self.T_shape))
+        best = T_GRID.index(best_temperature(list(mean), T_GRID[here]))
+        if best == here:
+            return self.T_shape, ""
+        nxt = here + (1 if best > here else -1)
+        if mean[here] - mean[nxt] < T_HYSTERESIS:
+            return self.T_shape, ""
+        return T_GRID[nxt], (f"T_shape {self.T_shape:g} → {T_GRID[nxt]:g}: the target's recent choices are "
+                             f"likelier under q at T = {T_GRID[best]:g} ({mean[best]:.3f} vs {mean[here]:.3f} "
+                             f"nats a choice)")
 
     def observe(self, trace: StepTrace, fit: bool = True) -> None:
         """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob); `fit`
         refits the slope (catch_up fits once after a batch)."""
         r = replay_of(trace)
         self.recent = (self.recent + [r])[-HISTORY:]
-        self.table = self.table.append([tau_of(r, n) for n in self.grid], [self.curve_ms(n, r) for n in self.grid],
-                                       self.curve_ms(len(r.depths), r), r.step_ms, r.forward_ms, r.budget)
+        *curve, full = self.curves(r, [*self.grid, len(r.depths)])
+        self.table = self.table.append([tau_of(r, n) for n in self.grid], curve, full, r.step_ms, r.forward_ms,
+                                       r.budget, *calibration_of(trace))
         self.observed = trace.index
         if fit:
             self.slope = self.fit_slope()

@@ -71,11 +71,13 @@ class ExitTrace:
 
 @dataclass
 class AutoChoice:
-    """`auto` budget: the N this step used, and why (predicted tokens/s of the candidates it weighed)."""
+    """`auto` budget: the N (and T_shape) this step used, and why (predicted tokens/s of the candidates it
+    weighed)."""
     N: int
     mu: float | None
     reason: str
     predicted: list[tuple[int, float]] = field(default_factory=list)  # (N, predicted tokens/s)
+    T_shape: float | None = None  # the shaping temperature fitted to the run (core/shape_calibration.py)
 
 
 @dataclass
@@ -90,6 +92,9 @@ class TreeStep:
     gamma: int | None = None  # chain length γ
     nodes: int = 0  # drafted nodes in the verified tree
     shape_temperature: float = 1.0  # T_shape the tree saw (verification is untouched)
+    t_nll: list[float] = field(default_factory=list)  # auto: Σ −log softmax(z/T)[target's choice] per T of
+    # core.shape_calibration.T_GRID, over this step's choices where the drafter's z was computed
+    t_nll_rows: int = 0  # how many choices that sum is over
     residual: bool = False  # sampled chain: the bonus came from the residual max(0, p − q)
 
 

@@ -15,6 +15,7 @@ from core.drafters import Drafter
 from core.tree_policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
 from core.sampling import draw, probs
+from core.shape_calibration import nll_by_temperature
 from core.trace import ROOT, DraftNode, StepTrace, TargetChoice, TreeStep
 from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.verify import TreeVerdict, verify_chain_sampling, verify_tree
@@ -29,15 +30,19 @@ class Expander:
     temperature (verification does not depend on q); a chain uses the sampling distribution, since its
     tokens are drawn from it and the rejection rule needs that q."""
 
-    def __init__(self, drafter: Drafter, s: Session, chain: bool, shape_temperature: float) -> None:
+    def __init__(self, drafter: Drafter, s: Session, chain: bool, shape_temperature: float,
+                 keep_logits: bool = False) -> None:
         self.drafter, self.s, self.chain, self.T_shape = drafter, s, chain, shape_temperature
         self.ms = 0.0
+        self.logits: dict[int, torch.Tensor] | None = {} if keep_logits else None  # node -> (V,) z it was expanded with
 
     def __call__(self, frontier: list[int], tree: DraftTree) -> torch.Tensor | None:
         if len(frontier) > self.drafter.room():
             return None
         with Timer(self.s.target.device) as t:
             z = self.drafter.propose(frontier, tree)  # (F, V)
+            if self.logits is not None:
+                self.logits.update(zip(frontier, z))
             if self.chain:
                 q = probs(z, self.s.sampling)
             else:
@@ -74,18 +79,19 @@ class TreeMethod:
         chain = isinstance(self.policy, ChainPolicy)
         pending, base = s.pending(s.tcache), s.tcache.length
         P = len(pending)
-        policy, auto = self.policy, None
+        policy, auto, T_shape = self.policy, None, self.shape_temperature
         if self.auto:  # 0. the budget for this machine, from the cost curves and the run's acceptance so far
             if "auto" not in s.state:
                 cost = measure(s.target, drafter)
                 setup = f"{cost.key}|{self.policy}|{self.shape_temperature}|{s.sampling.temperature}|{s.sampling.top_p}"
-                s.state["auto"] = AutoState.start(cost, self.policy.N, setup)
+                s.state["auto"] = AutoState.start(cost, self.policy.N, setup, self.shape_temperature)
             auto = s.state["auto"].choose(s.traces)
-            policy = replace(self.policy, N=auto.N)
+            policy, T_shape = replace(self.policy, N=auto.N), auto.T_shape or T_shape
         # 1. draft: the policy grows the tree, one batched drafter forward per level
         t0 = time.perf_counter()
         drafter.begin(s.ids)
-        expand = Expander(drafter, s, chain, self.shape_temperature)
+        calibrate = auto is not None and s.state["auto"].wants_calibration()
+        expand = Expander(drafter, s, chain, T_shape, keep_logits=calibrate)
         pick = None if s.sampling.greedy else (lambda q: draw(q, s.gen))
         room = s.tcache.max_len - base - P  # tree nodes the target's cache can take this step
         grown = policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)
@@ -106,7 +112,10 @@ class TreeMethod:
         trace.verify_ms, trace.target_forwards = t_verify.ms, 1
         # 3. commit: keep the accepted path's K/V in the target's cache, drop the rest
         s.tcache.compact([base + P + i for i in verdict.path], start=base + P)
-        self._record(s, trace, grown, p, verdict, drafter.name, policy)
+        self._record(s, trace, grown, p, verdict, drafter.name, policy, T_shape)
+        if expand.logits is not None:  # auto: how likely the target's choices were under q at each T
+            trace.tree.t_nll, trace.tree.t_nll_rows = choice_nll(expand.logits, verdict, grown.pool_index, p,
+                                                                  s.sampling.greedy)
         s.finish_trace(trace, [tree.tokens[i] for i in verdict.path] + [verdict.bonus])
         # 4. tell the drafter what was accepted (and the target's states there, when it reads them)
         feats = None
@@ -117,7 +126,7 @@ class TreeMethod:
         return trace
 
     def _record(self, s: Session, trace: StepTrace, grown: GrowResult, p: torch.Tensor, verdict: TreeVerdict,
-                drafter: str, policy: Policy) -> None:
+                drafter: str, policy: Policy, T_shape: float) -> None:
         tree = grown.tree
         visited = {ROOT, *verdict.path}
         accepted = set(verdict.path)
@@ -137,8 +146,24 @@ class TreeMethod:
         trace.drafter = drafter
         trace.score_sum = sum(tree.scores)
         knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
-        trace.tree = TreeStep(self.name, **knobs, nodes=len(tree), shape_temperature=self.shape_temperature,
+        trace.tree = TreeStep(self.name, **knobs, nodes=len(tree), shape_temperature=T_shape,
                               residual=verdict.residual)
+
+
+def choice_nll(logits: dict[int, torch.Tensor], verdict: TreeVerdict, pool_index: list[int], p: torch.Tensor,
+               greedy: bool) -> tuple[list[float], int]:
+    """The calibration evidence of one step: at the root and at each accepted node (the points whose
+    prefix the target confirmed) that the drafter expanded, what the target chose there against the
+    drafter's z (a leaf was never expanded: it says nothing). p: (1 + n, V), row 1 + i node i."""
+    rows, targets = [], []
+    for at, tok, _ in verdict.choices:
+        node = ROOT if at == ROOT else pool_index[at]
+        if node in logits:
+            rows.append(logits[node])
+            targets.append(tok if greedy else p[at + 1])
+    if not rows:
+        return nll_by_temperature(p[:0], p[:0])
+    return nll_by_temperature(torch.stack(rows), torch.tensor(targets) if greedy else torch.stack(targets))
 
 
 def chain_verdict(tree: DraftTree, grown: GrowResult, p: torch.Tensor, s: Session) -> TreeVerdict:

@@ -2,7 +2,7 @@
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
 import pytest
 
-from core.auto_budget import EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, SURVEY_STEPS, AutoState
+from core.auto_budget import EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, SURVEY_STEPS, AutoState, replay_of
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
 from core.engine import Session
@@ -122,6 +122,9 @@ def test_auto_is_lossless_and_records_its_choice(target, draft, heldout_prompts,
                 assert res.output_ids == ar_ids, (name, d.name)
                 assert all(t.auto is not None and 1 <= t.auto.N <= 64 and t.auto.reason for t in res.traces)
                 assert all(len(t.nodes) <= t.auto.N and t.step_ms > 0 for t in res.traces)
+                assert all(t.tree.shape_temperature == t.auto.T_shape for t in res.traces)  # the fitted T, used
+                if d.name == "model":
+                    assert sum(t.tree.t_nll_rows for t in res.traces) > 0
 
 
 def test_a_new_session_on_the_same_setup_carries_on_where_the_last_one_rested():
@@ -132,3 +135,12 @@ def test_a_new_session_on_the_same_setup_carries_on_where_the_last_one_rested():
     second = AutoState.start(cost(flat=False), 96, key="test-setup")
     assert second.N == 16 and len(second.recent) == 3 and second.choose().N != second.survey
     assert not AutoState.start(cost(flat=False), 96, key="other-setup").recent
+
+
+def test_the_one_pass_curves_equal_the_cost_of_each_truncated_tree():
+    state = AutoState.start(CostModel("test", [1, 8, 16, 128], [10.0, 15.0, 17.0, 60.0], [1, 8, 32], [1.0, 1.5, 2.5]), 96)
+    for depths in ([], [0], [0, 0, 1, 1, 1, 2, 3, 3, 3, 3, 4], [0] * 5 + [1] * 12 + [2] * 3):
+        r = replay_of(chain_trace(1, 0))
+        r.depths = depths
+        ns = [*state.grid, len(depths)]
+        assert state.curves(r, ns) == pytest.approx([state.curve_ms(n, r) for n in ns])

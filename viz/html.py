@@ -115,7 +115,8 @@ def auto_html(trace: StepTrace) -> str:
     if a is None:
         return ""
     mu = "" if a.mu is None else f", μ = {a.mu:g}"
-    return f'<div class="ss-note">auto chose N = {a.N}{mu} for this step: {escape(a.reason)}</div>'
+    T = "" if a.T_shape is None else f", T_shape = {a.T_shape:g}"
+    return f'<div class="ss-note">auto chose N = {a.N}{mu}{T} for this step: {escape(a.reason)}</div>'
 
 
 def levels_html(trace: StepTrace | None) -> str:
