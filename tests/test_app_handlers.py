@@ -281,6 +281,7 @@ def test_auto_preset_records_the_chosen_n_in_the_view_and_the_export():
     assert len(run.traces[-1].nodes) <= chosen.N
     assert f"auto chose N = {chosen.N}" in out["budget"] and "N (chosen by auto)" in out["budget"]
     assert out["trace"]["auto"]["N"] == chosen.N  # this step's trace JSON
+    assert f"T_shape = {chosen.T_shape:g}" in out["budget"] and out["trace"]["auto"]["T_shape"] == chosen.T_shape
     data = h.export_trace(run)[1]
     assert data["config"]["auto"] == 1 and all(s["auto"]["reason"] for s in data["steps"])
     h.extras(VIEWS["talon"], run=run)

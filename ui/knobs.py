@@ -48,7 +48,7 @@ SPECBOUND_KNOBS = [
 SAMPLING_KNOBS = [slider(core_knobs.TEMPERATURE), slider(core_knobs.SEED), slider(core_knobs.MAX_NEW)]
 
 PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair",
-                "auto": "auto: N chosen per step for this machine"}
+                "auto": "auto: N chosen per step for this machine, T_shape fitted to the drafter"}
 
 
 def preset_label(name: str) -> str:

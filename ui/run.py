@@ -105,7 +105,7 @@ class Run:
 
     def shadow(self, index: int, knobs: dict) -> StepTrace | None:
         """The static EAGLE-style tree drafted and verified once from step `index`'s prefix with the same
-        budget (under `auto`, the N auto chose for that step), with the same drafter, in a throwaway session,
+        budget (under `auto`, the N and T_shape auto chose for that step), with the same drafter, in a throwaway session,
         so the run's own text is untouched."""
         if index in self.shadows or not 0 <= index < len(self.prefixes):
             return self.shadows.get(index)
@@ -114,6 +114,8 @@ class Run:
         chosen = self.traces[index].auto if index < len(self.traces) else None
         if chosen is not None:
             knobs["N"] = chosen.N
+            if chosen.T_shape is not None:
+                knobs["shape_temperature"] = chosen.T_shape
         left = cfg.max_new_tokens - (len(prefix) - len(self.session.prompt_ids))  # the same length limit
         shadow_cfg = RunConfig("static", cfg.prompt, tuple(knobs.items()), cfg.temperature, cfg.seed + index,
                                max(1, left), cfg.target, cfg.draft, cfg.drafter)

@@ -127,7 +127,7 @@ TALON = ViewSpec(
         Control("with_static", lambda: gr.Checkbox(True, label="draft the static tree beside it (same prefix, "
                                                                "same N)")),
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
-                                                         "the cap)", elem_id="talon-auto")),
+                                                         "the cap) and fit T_shape to the drafter", elem_id="talon-auto")),
     ),
     api_inputs=("target", "draft", "show_pruned", "drafter", "auto"), config=talon_config,
     learn=("Learn: steps, trees, the gate, drafters and hardware",
