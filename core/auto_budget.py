@@ -28,8 +28,8 @@ the ones below it do not, so a walk down from a too-small start never finds it).
   wait for the rare large trees;
 - it decides right after each nudge (the steps between keep the resting N, so its own cost is spread
   over NUDGE_EVERY steps), moving at most MAX_MOVE grid notches and only to a budget whose gain is above
-  HYSTERESIS and clear of 1 by its jackknife standard error, on at least MIN_PAIRED trees: a gain that
-  rests on one tree (a burst, or a few surveys that happened to accept nothing) does not move it, and it
+  HYSTERESIS and clear of 1 by its jackknife standard error, on at least MIN_PAIRED trees (MIN_PAIRED_DOWN
+  for a smaller budget, which every tree answers for): a gain that rests on one tree (a burst, or a few surveys that happened to accept nothing) does not move it, and it
   cannot oscillate (a move back would need new trees that say so);
 - every EXPLORE_EVERY-th step grows a larger tree for one step, so larger budgets stay known: in a cycle
   of RESURVEY_EVERY explorations, a survey tree, EXPLORE_UP notches above the resting N, twice that, and
@@ -41,8 +41,9 @@ Before the first survey it rests at a prior: the largest N whose verification co
 PRIOR_SLOWDOWN × a one-token forward. N is the knob whose best value depends on the hardware; the one
 whose best value depends on the drafter is T_shape, and auto fits it too (core/shape_calibration.py): one
 step in CALIBRATE_EVERY scores the target's choices under q at each T of a grid, and each decision moves
-T_shape one notch toward the best-fitting T (once MIN_CALIBRATION choices are in, by more than
-T_HYSTERESIS nats a choice). A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ
+T_shape one notch toward one notch below the best-fitting T (once MIN_CALIBRATION choices are in, by more
+than T_HYSTERESIS nats a choice): on both model drafters the fastest trees were a notch sharper than the
+best fit (a path whose first tokens were accepted is likelier than the product of its q to go on). A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ
 would (on the draft LM the fitted T, about 0.4, does what μ = 0.2 did by hand). μ and the static depth D
 are left as set: neither can be replayed from the trees already grown, and with T_shape fitted the
 preset's μ is at or near the best on every drafter (README "auto").
@@ -69,9 +70,13 @@ NUDGE_EVERY = 8  # every so many steps, one notch above the resting N: the evide
 # also decides only once in so many steps (right after each nudge), so its own cost stays a small share of
 # a step between its decisions
 RESURVEY_EVERY = 4  # explorations per survey tree
-MAX_MOVE = 4  # grid notches per step, up or down
-MIN_PAIRED = 3  # trees both budgets must be measured on before auto moves between them
+MAX_MOVE = 2  # grid notches per decision, up or down
+MIN_PAIRED = 3  # trees both budgets must be measured on before auto moves up to the larger
+MIN_PAIRED_DOWN = 6  # ... or down to the smaller: every tree answers for a smaller budget, so waiting for
+# more of them costs nothing, and a few unlucky first trees (surveys that accepted little) no longer send it
+# from 8 to 2 for a prompt
 MIN_CALIBRATION = 16  # target choices the recent trees must hold before T_shape moves
+SHARPEN_NOTCHES = 1  # T_shape is kept one notch sharper than the best fit: the best trees are (README "auto")
 CALIBRATE_EVERY = 2  # steps: one in so many scores the target's choices under q (0.1-0.2 ms a time on a CPU)
 T_HYSTERESIS = 0.002  # nats a choice the next T_shape notch must gain
 HALF_LIFE = 24  # steps: a tree's weight halves with this age, so a burst or an easy prompt fades
@@ -307,7 +312,8 @@ class AutoState:
         n = used.sum(0)
         mean = np.where(used, loo, 0).sum(0) / np.maximum(n, 1)
         se = np.sqrt((n - 1) / np.maximum(n, 1) * np.where(used, (loo - mean) ** 2, 0).sum(0))
-        return {g: (float(gain[j]), float(se[j])) for j, g in enumerate(candidates) if n[j] >= MIN_PAIRED}
+        need = [MIN_PAIRED_DOWN if g < here else MIN_PAIRED for g in candidates]
+        return {g: (float(gain[j]), float(se[j])) for j, g in enumerate(candidates) if n[j] >= need[j]}
 
     def choose(self, traces: list[StepTrace] | None = None) -> AutoChoice:
         """The budget for the next step (at most MAX_MOVE notches from the current one). `traces`: the
@@ -355,25 +361,25 @@ class AutoState:
         return self.last
 
     def fit_temperature(self) -> tuple[float, str]:
-        """(T_shape for the next steps, why): one T_GRID notch toward the temperature under which the
-        target's recent choices were most likely (core/shape_calibration.py), once MIN_CALIBRATION choices
-        are in and only when the next notch is better by T_HYSTERESIS nats a choice, so noise near the
-        optimum cannot flip it back and forth."""
+        """(T_shape for the next steps, why): one T_GRID notch toward SHARPEN_NOTCHES below the temperature
+        under which the target's recent choices were most likely (core/shape_calibration.py), once
+        MIN_CALIBRATION choices are in and only when that best fit beats the fit that would keep T_shape
+        where it is by T_HYSTERESIS nats a choice, so noise near the optimum cannot flip it back and forth."""
         t = self.table
         if t.nll_rows.sum() < MIN_CALIBRATION:
             return self.T_shape, ""
         w = age_weights(len(t.nll_rows))
         mean = (w[:, None] * t.nll).sum(0) / max(float((w * t.nll_rows).sum()), 1e-9)  # (len(T_GRID),)
         here = min(range(len(T_GRID)), key=lambda i: abs(T_GRID[i] - self.T_shape))
-        best = T_GRID.index(best_temperature(list(mean), T_GRID[here]))
-        if best == here:
+        fit_here = min(here + SHARPEN_NOTCHES, len(T_GRID) - 1)  # the best fit that would keep T_shape here
+        fit = T_GRID.index(best_temperature(list(mean), T_GRID[fit_here]))
+        goal = max(0, fit - SHARPEN_NOTCHES)
+        if goal == here or mean[fit_here] - mean[fit] < T_HYSTERESIS:
             return self.T_shape, ""
-        nxt = here + (1 if best > here else -1)
-        if mean[here] - mean[nxt] < T_HYSTERESIS:
-            return self.T_shape, ""
-        return T_GRID[nxt], (f"T_shape {self.T_shape:g} → {T_GRID[nxt]:g}: the target's recent choices are "
-                             f"likelier under q at T = {T_GRID[best]:g} ({mean[best]:.3f} vs {mean[here]:.3f} "
-                             f"nats a choice)")
+        nxt = here + (1 if goal > here else -1)
+        return T_GRID[nxt], (f"T_shape {self.T_shape:g} → {T_GRID[nxt]:g}: the target's recent choices fit q "
+                             f"best at T = {T_GRID[fit]:g} ({mean[fit]:.3f} vs {mean[fit_here]:.3f} nats a "
+                             f"choice at {T_GRID[fit_here]:g}); the trees use one notch sharper")
 
     def observe(self, trace: StepTrace, fit: bool = True) -> None:
         """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob); `fit`

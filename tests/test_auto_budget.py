@@ -2,7 +2,8 @@
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
 import pytest
 
-from core.auto_budget import EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, SURVEY_STEPS, AutoState, replay_of
+from core.auto_budget import (EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, NUDGE_EVERY, SURVEY_STEPS, AutoState,
+                              replay_of)
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
 from core.engine import Session
@@ -106,7 +107,7 @@ def test_n_shrinks_when_deep_nodes_are_never_accepted_on_a_cpu_like_curve():
     state = AutoState.start(cost(flat=False), 96)
     state.N = n = 32
     state.survey = 0
-    for i in range(8):
+    for i in range(2 * NUDGE_EVERY + 1):  # two decisions, the second on enough trees
         state.observe(chain_trace(n, 1, q=0.5, index=i, costs=state.cost))
         n = state.choose().N
     assert state.N < 32
