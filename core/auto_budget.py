@@ -78,7 +78,7 @@ MIN_PAIRED_DOWN = 6  # ... or down to the smaller: every tree answers for a smal
 MIN_CALIBRATION = 16  # target choices the recent trees must hold before T_shape moves
 SHARPEN_NOTCHES = 1  # T_shape is kept one notch sharper than the best fit: the best trees are (README "auto")
 CALIBRATE_EVERY = 2  # steps: one in so many scores the target's choices under q (0.1-0.2 ms a time on a CPU)
-T_HYSTERESIS = 0.002  # nats a choice the next T_shape notch must gain
+T_HYSTERESIS = 0.005  # nats a choice the next T_shape notch must gain
 HALF_LIFE = 24  # steps: a tree's weight halves with this age, so a burst or an easy prompt fades
 SLOPE_RANGE = (0.5, 4.0)
 MIN_SHARE = 0.1  # a smaller tree is never predicted cheaper than this share of the step it is cut from
@@ -292,7 +292,9 @@ class AutoState:
     def gains(self, candidates: list[int], here: int) -> dict[int, tuple[float, float]]:
         """(rate(g) / rate(here), its jackknife standard error) for each candidate g of the grid, on the
         trees that answer for both (those grown with a budget ≥ max(g, here)); candidates with fewer than
-        MIN_PAIRED such trees are left out. The error says how much the gain rests on a tree or two (a
+        MIN_PAIRED such trees (MIN_PAIRED_DOWN below `here`; counted as their effective number under the age
+        weights, so a gain that rests on one recent exploration and a few faded ones is left out) are left
+        out. The error says how much the gain rests on a tree or two (a
         burst of accepted tokens, or two surveys that accepted nothing)."""
         if not candidates or not len(self.table.step):
             return {}
@@ -312,8 +314,9 @@ class AutoState:
         n = used.sum(0)
         mean = np.where(used, loo, 0).sum(0) / np.maximum(n, 1)
         se = np.sqrt((n - 1) / np.maximum(n, 1) * np.where(used, (loo - mean) ** 2, 0).sum(0))
+        n_eff = w.sum(0) ** 2 / np.maximum((w ** 2).sum(0), 1e-12)  # (C,) trees it rests on, under the age weights
         need = [MIN_PAIRED_DOWN if g < here else MIN_PAIRED for g in candidates]
-        return {g: (float(gain[j]), float(se[j])) for j, g in enumerate(candidates) if n[j] >= need[j]}
+        return {g: (float(gain[j]), float(se[j])) for j, g in enumerate(candidates) if round(n_eff[j]) >= need[j]}
 
     def choose(self, traces: list[StepTrace] | None = None) -> AutoChoice:
         """The budget for the next step (at most MAX_MOVE notches from the current one). `traces`: the
