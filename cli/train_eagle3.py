@@ -32,7 +32,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from cli.corpus import source_files, split
 from core.eagle3 import EagleConfig, EagleHead, feature_layers
-from core.eagle3_io import save_head
+from core.eagle3_io import load_head, save_head
 from cli.train_utils import autocast, batch, lr_at, write_card
 from core.device import pick_device
 
@@ -122,6 +122,20 @@ def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int) -> EagleHead:
     return head
 
 
+def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[int, float, list]:
+    """Load a saved head's weights into `head` (same draft vocabulary required); (steps, seconds, legs) it
+    was trained for, from its metrics.json, so the model card keeps the whole history."""
+    saved = load_head(folder, head.config.hidden_size, head.config.vocab_size, torch.device("cpu"), torch.float32)
+    if saved.reduced != head.reduced or (head.reduced and not torch.equal(saved.d2t.cpu(), head.d2t.cpu())):
+        raise SystemExit(f"error: the head in '{folder}' has another draft vocabulary; train from scratch instead")
+    wanted = head.state_dict()
+    head.load_state_dict({k: v.to(wanted[k].dtype) for k, v in saved.state_dict().items() if k in wanted})
+    m = json.loads((folder / "metrics.json").read_text()) if (folder / "metrics.json").exists() else {}
+    legs = m.get("legs", [])
+    steps = max([g["steps"] for g in legs], default=0)
+    return steps, float(m.get("train_s", 0.0)), legs
+
+
 def ttt_mask(T: int, k: int, device: torch.device) -> torch.Tensor:
     """(T, (k+1)T) bool for unrolled step k: causal over the step-0 entries, then, for each later
     step, only the entry at the query's own position (its ancestors in a drafted chain)."""
@@ -202,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--card", default=None, help="model card to write the metrics section into")
+    ap.add_argument("--init", default=None, help="start from this head folder (published layout; e.g. the shipped "
+                    "assets/models/eagle3) instead of a logit lens, when --work has no checkpoint")
     args = ap.parse_args(argv)
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
@@ -224,6 +240,9 @@ def main(argv: list[str] | None = None) -> None:
                             weight_decay=0.0)
     ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
     start, elapsed, legs = 0, 0.0, []
+    if args.init is not None and not ckpt.exists():  # a warm start: its legs and time carry on, the optimiser does not
+        start, elapsed, legs = warm_start(head, Path(args.init), draft_ids)
+        print(f"starting from {args.init} (trained {start} steps)")
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device)
         head.load_state_dict(state["head"])
