@@ -22,6 +22,7 @@ from core.engine import Session
 from core.loading import DEFAULT_TARGET, load_model
 from core.metrics import modelled_r, speedup
 from core.prompts import ASSET_PROMPTS, read_prompts
+from core.exit_heads import heads_for, store_exit_layers
 from core.specbound import DEFAULTS, build_specbound_method
 
 
@@ -63,10 +64,10 @@ def parse_grid(items: list[str]) -> list[dict]:
     axes = {}
     for item in items:
         name, _, values = item.partition("=")
-        if name not in DEFAULTS:
+        if name not in DEFAULTS and name != "exit_layers":
             raise SystemExit(f"error: unknown knob '{name}' (choose from {', '.join(DEFAULTS)})")
         try:
-            axes[name] = [knobs.ALL_KNOBS[name].check(v) for v in values.split(",")]
+            axes[name] = [knobs.ALL_KNOBS[name].check(v) for v in values.split(",")]  # exit_layers: "2;4"
         except ValueError as exc:
             raise SystemExit(f"error: {exc}") from None
     names = list(axes)
@@ -80,21 +81,38 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--prompts", default=str(ASSET_PROMPTS))
     ap.add_argument("--n", type=int, default=12, help="prompts used")
     ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--grid", nargs="*", default=[], help="knob=v1,v2 ... (others: the defaults)")
+    ap.add_argument("--grid", nargs="*", default=[], help="knob=v1,v2 ... (others: the defaults); exit_layers "
+                    "values separate their layers with ';' (exit_layers=4,2;4,all)")
+    ap.add_argument("--choose-exit-layers", action="store_true",
+                    help="measure every single exit layer from the lowest to d_max and every layer together (at the "
+                         "grid's first setting), and store the fastest set with the heads as SpecBound's default")
     args = ap.parse_args(argv)
     lm = load_model(args.model, "cpu")
     prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
     ar_results, ar_wall = run(lm, ARMethod(), prompts, args.max_new_tokens)
     ar_ms = 1000 * ar_wall / sum(len(r.output_ids) for r in ar_results)
-    from core.exit_heads import heads_for
     print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
           f"{args.max_new_tokens} new tokens; AR {ar_ms:.1f} ms/token")
     print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
-    for setting in parse_grid(args.grid):
+    grid = parse_grid(args.grid)
+    if args.choose_exit_layers:
+        base = {**DEFAULTS, **grid[0]}
+        sets = [str(ell) for ell in range(base["min_exit_layer"], min(base["d_max"], lm.num_layers) + 1)] + ["all"]
+        grid = [{**grid[0], "exit_layers": layers} for layers in sets]
+    speed = {}
+    for setting in grid:
         row = measure(lm, setting, prompts, args.max_new_tokens)
         shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **setting}.items())
+        speed[setting.get("exit_layers", "default")] = speedup(ar_ms, row.ms_per_token)
         print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
               f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, row.ms_per_token):6.2f}", flush=True)
+    if args.choose_exit_layers:
+        best = max(speed, key=speed.get)
+        layers = list(range(1, lm.num_layers + 1)) if best == "all" else [int(x) for x in best.split(";")]
+        where = store_exit_layers(lm, layers, {"speedup_over_ar": {k: round(v, 3) for k, v in speed.items()},
+                                                "prompts": len(prompts), "max_new_tokens": args.max_new_tokens,
+                                                "knobs": {k: v for k, v in grid[0].items() if k != "exit_layers"}})
+        print(f"stored exit layers {best} in {where}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ class ExitHeads(torch.nn.Module):
         self.down = torch.nn.Parameter(torch.randn(n, rank, hidden) / hidden ** 0.5)  # (L-1, r, d)
         self.up = torch.nn.Parameter(torch.zeros(n, hidden, rank))  # (L-1, d, r)
         self.kind = TRAINED if rank > 0 else LOGIT_LENS
+        self.exit_layers: tuple[int, ...] | None = None  # the check set measured best for these heads (META)
         # V_exit -> the LM head's rows (and bias); exit_vocab gives one vocabulary per size
         self._rows: dict[int, tuple] = {}
 
@@ -131,7 +132,23 @@ def load_heads(lm: CausalLM, folder: Path | None = None) -> ExitHeads:
                          f"but the model has {lm.num_layers} layers of width {lm.config.hidden_size}")
     heads = ExitHeads(lm.num_layers, d, r)
     heads.load_state_dict({k: v.float() for k, v in tensors.items()})
+    stored = read_meta(folder).get("exit_layers")
+    heads.exit_layers = tuple(int(x) for x in stored) if stored else None
     return heads.to(lm.device).eval().requires_grad_(False)
+
+
+def store_exit_layers(lm: CausalLM, layers: list[int], measured: dict) -> Path:
+    """Write the chosen exit-layer set (and what it was chosen from) into the heads' META, where SpecBound
+    reads its default; the heads in memory use it from now on."""
+    folder = heads_dir(lm.name)
+    meta = read_meta(folder)
+    if not (folder / WEIGHTS).is_file() or not meta:
+        raise ValueError(f"{folder} has no trained exit heads to store an exit-layer set with "
+                         f"(train them with python -m cli.train_exit_heads)")
+    meta.update(exit_layers=sorted(layers), exit_layers_measured=measured)
+    (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
+    heads_for(lm).exit_layers = tuple(sorted(layers))
+    return folder / META
 
 
 def save_token_order(ids: list[int], vocab_size: int, folder: Path) -> None:

@@ -86,8 +86,9 @@ MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 2, "first 
 EXIT_VOCAB = Knob("exit_vocab", "V_exit (exit vocabulary)", int, 2048, "exit checks score only the V_exit most "
                   "frequent tokens of the heads' training text, when the heads come with that order (0: every "
                   "token); a token outside them cannot exit early, and the output is unchanged", 0, None)
-EXIT_LAYERS = Knob("exit_layers", "exit layers", str, None, "layers with an exit check, e.g. 2,4 (default: every "
-                   "layer from the lowest exit layer to d_max)")
+EXIT_LAYERS = Knob("exit_layers", "exit layers", str, None, "layers with an exit check, e.g. 2,4 (default: the set "
+                   "stored with the heads, measured fastest on held-out prompts; else, or with 'all', every layer "
+                   "from the lowest exit layer to d_max)")
 
 TEMPERATURE = Knob("temperature", "temperature", float, 0.0, "0 = greedy (the output must equal plain decoding); > 0 "
                    "samples, still exactly the target's distribution", 0, None, step=0.05, ui_max=2.0)

@@ -25,7 +25,9 @@ drafting + exit-head evaluations × h) / L, where h is one head evaluation's cos
 this model and device (a head is an LM-head matmul, which on a narrow model with a big vocabulary costs
 several layers). So R = τ / (1 + cδ) with c = 1 stays honest and comparable with other methods. `trace.specbound`
 also holds the layers of the verification pass and the layers AR would spend for the same τ.
-Checks happen only at the exit layers (`exit_layers`, default every layer from min_exit_layer to d_max).
+Checks happen only at the exit layers (`exit_layers`; by default the set stored with the heads, measured
+fastest on held-out prompts by `cli.tune_specbound --choose-exit-layers`, else every layer from
+min_exit_layer to d_max; "all" forces every layer).
 """
 from __future__ import annotations
 
@@ -152,7 +154,9 @@ class SpecBoundMethod:
     min_exit_layer: int = DEFAULTS["min_exit_layer"]
     heads: ExitHeads | None = None  # None: the target's trained heads, else the logit lens
     propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
-    exit_layers: tuple[int, ...] | None = None  # layers with an exit check; None: every layer min_exit..d_max
+    exit_layers: tuple[int, ...] | str | None = None  # layers with an exit check; None: the set stored with
+    # the heads (measured best by cli.tune_specbound --choose-exit-layers), else every layer min_exit..d_max;
+    # "all": every layer min_exit..d_max
     record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
     exit_vocab: int = 0  # V_exit: exit checks over the most frequent tokens only (0: the whole vocabulary)
     name: str = "specbound"
@@ -209,21 +213,22 @@ class SpecBoundMethod:
         computed = block.layers + verify_layers
         trace.specbound = SpecBoundStep(
             self.alpha, self.tau_exit, d_max, self.w_max, min_exit, heads.kind, L,
-            exit_layers=sorted(self._checks(d_max, min_exit)), layers_draft=block.layers, layers_verify=verify_layers,
+            exit_layers=sorted(self._checks(heads, d_max, min_exit)), layers_draft=block.layers, layers_verify=verify_layers,
             layers_computed=computed, layers_full_equivalent=trace.tau * L,
             compute_saved=1 - computed / max(1, trace.tau * L), head_evals=block.head_evals, head_cost_layers=h_cost,
             kv_propagated=block.propagated, verify_from_layer=start_layer, residual=verdict.residual)
         return trace
 
-    def _checks(self, d_max: int, min_exit: int) -> set[int]:
+    def _checks(self, heads: ExitHeads, d_max: int, min_exit: int) -> set[int]:
         """Layers with an exit check (the last layer L always exits: nothing is deeper)."""
         allowed = range(min_exit, d_max + 1)
-        return {ell for ell in allowed if self.exit_layers is None or ell in self.exit_layers}
+        chosen = heads.exit_layers if self.exit_layers is None else self.exit_layers
+        return {ell for ell in allowed if chosen in (None, "all") or ell in chosen}
 
     def _draft(self, s: Session, heads: ExitHeads, block: Block, w_limit: float, d_max: int, min_exit: int) -> None:
         lm = s.target
         L = lm.num_layers
-        checks = self._checks(d_max, min_exit)
+        checks = self._checks(heads, d_max, min_exit)
         vocab = exit_vocab(lm, self.exit_vocab)  # (V_exit,) sorted ids, or None: every token
         g0, g1 = 0, len(block.tokens)
         while True:
@@ -312,7 +317,7 @@ def build_specbound_method(record_raw: bool = True, **given) -> SpecBoundMethod:
     k = knobs.resolve("specbound", given)
     if k["min_exit_layer"] > k["d_max"]:
         raise ValueError(f"the lowest exit layer ({k['min_exit_layer']}) must be <= d_max ({k['d_max']})")
-    layers = None
+    layers = "all" if k["exit_layers"] == "all" else None
     if k["exit_layers"] not in (None, "", "all"):
         try:
             layers = tuple(sorted({int(x) for x in k["exit_layers"].replace(";", ",").split(",") if x.strip()}))

@@ -266,3 +266,14 @@ def test_an_exit_vocabulary_scores_only_its_tokens(target):
         assert all(inside[n.token_id] for n, e in zip(t.nodes, t.exits) if e.exit_layer is not None
                    and e.exit_layer < target.num_layers)
     assert exit_vocab(target, 0) is None and exit_vocab(target, 10 ** 6) is None
+
+
+def test_the_exit_layers_stored_with_the_heads_are_the_default_and_all_overrides_them(target):
+    heads = heads_for(target)
+    assert heads.exit_layers == (4,)  # measured fastest by cli.tune_specbound --choose-exit-layers (exit_heads.json)
+    prompt = "def add(a, b):"
+    checked = {}
+    for given in (None, "all", "2;3"):
+        method = build_specbound_method(exit_layers=given, record_raw=False)
+        checked[given] = Session(target, method, prompt, max_new_tokens=4).step().specbound.exit_layers
+    assert checked[None] == [4] and checked["all"] == [2, 3, 4] and checked["2;3"] == [2, 3]

@@ -142,8 +142,9 @@ SPECBOUND = ViewSpec(
             Panel("bars", lambda: plot("specbound-bars"), 1), Panel("why", lambda: html("specbound-why"), 1)),
     render=exit_panels, knobs=tuple(SPECBOUND_KNOBS),
     controls=(
-        Control("exit_layers", lambda: gr.Textbox("", label="exit layers", placeholder="every layer up to d_max",
-                                                  info="e.g. 2,4: the only layers with an exit check",
+        Control("exit_layers", lambda: gr.Textbox("", label="exit layers", placeholder="the set stored with the heads",
+                                                  info="e.g. 2,4: the only layers with an exit check; all: every "
+                                                       "layer up to d_max",
                                                   elem_id="specbound-exit-layers")),
         Control("annealed", lambda: gr.Radio([("annealed", True), ("raw", False)], value=True,
                                              label="confidence shown"), redraws=True),
