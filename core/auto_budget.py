@@ -29,7 +29,8 @@ the ones below it do not, so a walk down from a too-small start never finds it).
 - it decides right after each nudge (the steps between keep the resting N, so its own cost is spread
   over NUDGE_EVERY steps), moving at most MAX_MOVE grid notches and only to a budget whose gain is above
   HYSTERESIS and clear of 1 by its jackknife standard error, on at least MIN_PAIRED trees (MIN_PAIRED_DOWN
-  for a smaller budget, which every tree answers for): a gain that rests on one tree (a burst, or a few surveys that happened to accept nothing) does not move it, and it
+  for a smaller budget, which every tree answers for): a gain that rests on one tree (a burst, or a few
+  surveys that happened to accept nothing) does not move it, and it
   cannot oscillate (a move back would need new trees that say so);
 - every EXPLORE_EVERY-th step grows a larger tree for one step, so larger budgets stay known: in a cycle
   of RESURVEY_EVERY explorations, a survey tree, EXPLORE_UP notches above the resting N, twice that, and
@@ -43,10 +44,10 @@ whose best value depends on the drafter is T_shape, and auto fits it too (core/s
 step in CALIBRATE_EVERY scores the target's choices under q at each T of a grid, and each decision moves
 T_shape one notch toward one notch below the best-fitting T (once MIN_CALIBRATION choices are in, by more
 than T_HYSTERESIS nats a choice): on both model drafters the fastest trees were a notch sharper than the
-best fit (a path whose first tokens were accepted is likelier than the product of its q to go on). A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ
-would (on the draft LM the fitted T, about 0.4, does what μ = 0.2 did by hand). μ and the static depth D
-are left as set: neither can be replayed from the trees already grown, and with T_shape fitted the
-preset's μ is at or near the best on every drafter (README "auto").
+best fit. A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ would (on the draft
+LM the fitted T, about 0.35-0.4, does what μ = 0.2 did by hand). μ and the static depth D are left as
+set: neither can be replayed from the trees already grown (μ = 0.15 under the fitted T was slower in a
+side-by-side run).
 """
 from __future__ import annotations
 

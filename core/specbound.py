@@ -213,7 +213,8 @@ class SpecBoundMethod:
         computed = block.layers + verify_layers
         trace.specbound = SpecBoundStep(
             self.alpha, self.tau_exit, d_max, self.w_max, min_exit, heads.kind, L,
-            exit_layers=sorted(self._checks(heads, d_max, min_exit)), layers_draft=block.layers, layers_verify=verify_layers,
+            exit_layers=sorted(self._checks(heads, d_max, min_exit)), layers_draft=block.layers,
+            layers_verify=verify_layers,
             layers_computed=computed, layers_full_equivalent=trace.tau * L,
             compute_saved=1 - computed / max(1, trace.tau * L), head_evals=block.head_evals, head_cost_layers=h_cost,
             kv_propagated=block.propagated, verify_from_layer=start_layer, residual=verdict.residual)

@@ -2,8 +2,8 @@
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
 import pytest
 
-from core.auto_budget import (EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, NUDGE_EVERY, SURVEY_STEPS, AutoState,
-                              replay_of)
+from core.auto_budget import (EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, NUDGE_EVERY, SURVEY_STEPS,
+                              AutoState, replay_of)
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
 from core.engine import Session
@@ -139,7 +139,8 @@ def test_a_new_session_on_the_same_setup_carries_on_where_the_last_one_rested():
 
 
 def test_the_one_pass_curves_equal_the_cost_of_each_truncated_tree():
-    state = AutoState.start(CostModel("test", [1, 8, 16, 128], [10.0, 15.0, 17.0, 60.0], [1, 8, 32], [1.0, 1.5, 2.5]), 96)
+    curves = CostModel("test", [1, 8, 16, 128], [10.0, 15.0, 17.0, 60.0], [1, 8, 32], [1.0, 1.5, 2.5])
+    state = AutoState.start(curves, 96)
     for depths in ([], [0], [0, 0, 1, 1, 1, 2, 3, 3, 3, 3, 4], [0] * 5 + [1] * 12 + [2] * 3):
         r = replay_of(chain_trace(1, 0))
         r.depths = depths
