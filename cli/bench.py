@@ -71,15 +71,19 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str,
                 row.mismatches += 1
 
 
-def table(title: str, rows: list[Row], ar: Row) -> str:
+def table(title: str, rows: list[Row], ar: Row, repeats: dict[str, list[float]] | None = None) -> str:
+    """`repeats`: each row's tok/s in each repeat of the run (a column of its own when there are several)."""
+    extra = " tok/s per repeat |" if repeats else ""
     head = ("| method | MAT | mean δ | tok/s | speed-up | modelled R | c | build ms/step | draft ms/step "
-            "| verify ms/step | τ ≥ δ | Σp(u)/acc | ≠AR |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            f"| verify ms/step | τ ≥ δ | Σp(u)/acc | ≠AR |{extra}\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            + ("---|" if repeats else ""))
     lines = [f"### {title}", "", head]
     for r in rows:
         s = max(1, r.steps)
+        per = f" {' / '.join(f'{x:.1f}' for x in repeats[r.label])} |" if repeats else ""
         lines.append(f"| {r.label} | {r.mat:.2f} | {r.mean_delta:.2f} | {r.tok_s:.1f} | {speedup(ar.wall_s, r.wall_s):.2f}× "
                      f"| {r.modelled_r:.2f} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
-                     f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.calibration:.2f} | {r.mismatches} |")
+                     f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.calibration:.2f} | {r.mismatches} |{per}")
     return "\n".join(lines)
 
 
@@ -115,6 +119,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--peer-exit-layers", default="2,4,6,8", help="LayerSkip-style peer: exit layers to try")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--points", default="", help="write the (δ, τ) points per step of every row to this JSON file")
+    ap.add_argument("--repeat", type=int, default=1, help="run every method over the prompts this many times, "
+                    "the methods in reverse order on every other repeat (so a drifting machine favours none); "
+                    "the table sums the repeats and shows each repeat's tok/s")
     add_common_args(ap)
     args = ap.parse_args(argv)
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
@@ -151,17 +158,30 @@ def main(argv: list[str] | None = None) -> None:
         needs = build_method(name, **knobs).needs_draft
         rows[label].c = c[drafter] if needs else 1.0 if name == "specbound" else 0.0
     ar_out: dict[int, list[int]] = {}
-    run_specs(all_specs, rows, prompts, target, factories, sampling, args.max_new_tokens, ar_out)
+    if args.repeat < 1:
+        fail("--repeat must be at least 1")
+    repeats: dict[str, list[float]] = {label: [] for label in rows}
+    for k in range(args.repeat):
+        before = {label: (r.tokens, r.wall_s) for label, r in rows.items()}
+        order = all_specs if k % 2 == 0 else [s for s in all_specs if s[1] == "ar"] + [
+            s for s in reversed(all_specs) if s[1] != "ar"]  # AR first: the others compare their output to it
+        run_specs(order, rows, prompts, target, factories, sampling, args.max_new_tokens, ar_out)
+        for label, r in rows.items():
+            tokens, wall = r.tokens - before[label][0], r.wall_s - before[label][1]
+            repeats[label].append(tokens / max(wall, 1e-9))
+    shown = repeats if args.repeat > 1 else None
     ar = rows[[s for s in specs if s[1] == "ar"][0][0]]
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
            "max_new_tokens": args.max_new_tokens, "c": c,
            "rows": [{**{k: v for k, v in asdict(r).items() if k != "points"}, "mat": r.mat, "mean_delta": r.mean_delta,
                      "tok_s": r.tok_s, "speedup": speedup(ar.wall_s, r.wall_s), "modelled_r": r.modelled_r,
-                     "oracle_share": r.oracle_share, "calibration": r.calibration}
+                     "oracle_share": r.oracle_share, "calibration": r.calibration, "tok_s_per_repeat": repeats[r.label]}
                     for r in rows.values()]}
-    texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens)", [rows[s[0]] for s in specs], ar)]
+    reps = f", {args.repeat} repeats" if args.repeat > 1 else ""
+    texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens{reps})",
+                   [rows[s[0]] for s in specs], ar, shown)]
     if sweeps:
-        texts.append(table("Sweeps", [ar] + [rows[s[0]] for s in sweeps], ar))
+        texts.append(table("Sweeps", [ar] + [rows[s[0]] for s in sweeps], ar, shown))
     if args.peers:
         draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device)
         text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens, ar,

@@ -178,3 +178,15 @@ def test_N_2000_either_works_or_exits_2_with_one_line(prompts, capsys):
         return
     rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert len(rows) == 2 and all("error" not in r and len(r["output_ids"]) == 4 for r in rows)
+
+
+def test_bench_repeats_the_run_and_shows_each_repeat(prompts, capsys):
+    bench.main(["--prompts", str(prompts), "--methods", "ar,chain@lookup,talon@lookup:N=4", "--max-new-tokens", "6",
+                "--limit", "2", "--repeat", "2"])
+    text = capsys.readouterr().out
+    assert "2 repeats" in text and "tok/s per repeat" in text
+    bench.main(["--prompts", str(prompts), "--methods", "ar,talon@lookup:N=4", "--max-new-tokens", "6", "--limit", "2",
+                "--repeat", "2", "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert all(len(r["tok_s_per_repeat"]) == 2 and r["mismatches"] == 0 for r in rows)
+    assert rows[0]["tokens"] % 2 == 0 and rows[1]["tokens"] == rows[0]["tokens"]  # both repeats, same text as AR
