@@ -61,9 +61,9 @@ costs about what one token costs and large trees are free tokens. A small budget
 the **embedded** preset spends 12 nodes on two root children, a gate of μ = 0.1 and q sharpened by
 T_shape = 0.5, rather than on the paper's ten root children. The **auto** preset measures this
 machine's curve and chooses N each step to maximise predicted tokens per second (the N above is then only
-the cap); it also fits T_shape to the drafter, sharpening q until the target's own choices are as likely
-under it as they can be (the separate draft LM ends near 0.4, the head near 0.55); each step shows the N
-and T_shape it picked and why."""
+the cap); it also fits T_shape to the drafter: the T under which the target's own choices were most
+likely, one notch sharper, where the fastest trees were (the separate draft LM ends near 0.35, the head
+near 0.5); each step shows the N and T_shape it picked and why."""
 
 KEYS = ("**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box).\n\n"
         "**Share and replay.** *Copy link* (under the knobs) gives a URL with this view's prompt and knobs; opening "
