@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> None:
                     "the table sums the repeats and shows each repeat's tok/s")
     add_common_args(ap)
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        fail("--repeat must be at least 1")
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     base = {**method_knobs(args), "record_raw": 0}  # SpecBound: no trace-only softmax while timing
     try:
@@ -158,8 +160,6 @@ def main(argv: list[str] | None = None) -> None:
         needs = build_method(name, **knobs).needs_draft
         rows[label].c = c[drafter] if needs else 1.0 if name == "specbound" else 0.0
     ar_out: dict[int, list[int]] = {}
-    if args.repeat < 1:
-        fail("--repeat must be at least 1")
     repeats: dict[str, list[float]] = {label: [] for label in rows}
     for k in range(args.repeat):
         before = {label: (r.tokens, r.wall_s) for label, r in rows.items()}

@@ -16,7 +16,7 @@
 
 Two budgets are compared on the same trees (those grown with a budget ≥ both), so the noise of which
 steps happened to be easy cancels, and recent trees weigh more (a tree's weight halves every HALF_LIFE
-steps): a burst of accepted tokens (prompt lookup on a repeated passage) or an easy prompt fades instead
+steps, core/auto_replay.py, which keeps the trees as arrays): a burst of accepted tokens (prompt lookup on a repeated passage) or an easy prompt fades instead
 of holding auto at a large tree for the next 64 steps. A tree answers only for budgets up to its own, and
 on a real draft the rate over N is not concave (a budget that just completes a second level can pay where
 the ones below it do not, so a walk down from a too-small start never finds it). Hence:
@@ -42,8 +42,8 @@ Before the first survey it rests at a prior: the largest N whose verification co
 PRIOR_SLOWDOWN × a one-token forward. N is the knob whose best value depends on the hardware; the one
 whose best value depends on the drafter is T_shape, and auto fits it too (core/shape_calibration.py): one
 step in CALIBRATE_EVERY scores the target's choices under q at each T of a grid, and each decision moves
-T_shape one notch toward one notch below the best-fitting T (once MIN_CALIBRATION choices are in, by more
-than T_HYSTERESIS nats a choice): on both model drafters the fastest trees were a notch sharper than the
+T_shape one notch toward one notch below the best-fitting T (`next_temperature` there, with its
+thresholds): on both model drafters the fastest trees were a notch sharper than the
 best fit. A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ would (on the draft
 LM the fitted T, about 0.35-0.4, does what μ = 0.2 did by hand). μ and the static depth D are left as
 set: neither can be replayed from the trees already grown (μ = 0.15 under the fitted T was slower in a
@@ -56,11 +56,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.cost_model import CostModel
-from core.shape_calibration import T_GRID, best_temperature
+from core.auto_replay import HISTORY, Replay, Table, age_weights, calibration_of, replay_of, tau_of
+from core.shape_calibration import next_temperature
 from core.trace import AutoChoice, StepTrace
 
 GRID = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-HISTORY = 64  # recent trees replayed
 HYSTERESIS = 0.03
 PRIOR_SLOWDOWN = 1.6
 SURVEY_SLOWDOWN = 2.0
@@ -76,88 +76,10 @@ MIN_PAIRED = 3  # trees both budgets must be measured on before auto moves up to
 MIN_PAIRED_DOWN = 6  # ... or down to the smaller: every tree answers for a smaller budget, so waiting for
 # more of them costs nothing, and a few unlucky first trees (surveys that accepted little) no longer send it
 # from 8 to 2 for a prompt
-MIN_CALIBRATION = 16  # target choices the recent trees must hold before T_shape moves
-SHARPEN_NOTCHES = 1  # T_shape is kept one notch sharper than the best fit: the best trees are (README "auto")
 CALIBRATE_EVERY = 2  # steps: one in so many scores the target's choices under q (0.1-0.2 ms a time on a CPU)
-T_HYSTERESIS = 0.005  # nats a choice the next T_shape notch must gain
-HALF_LIFE = 24  # steps: a tree's weight halves with this age, so a burst or an easy prompt fades
 SLOPE_RANGE = (0.5, 4.0)
 MIN_SHARE = 0.1  # a smaller tree is never predicted cheaper than this share of the step it is cut from
 _MEMORY: dict[str, "AutoState"] = {}  # key -> the last session's state on that setup
-
-
-@dataclass
-class Replay:
-    """One recent tree, reduced to what the predictor needs."""
-    depths: list[int]  # per node, in keep order (ancestors first)
-    accepted_ranks: list[int]  # positions in that order of the accepted path's nodes
-    budget: int  # the N it was grown with: it answers for every budget up to this one
-    step_ms: float  # the step's measured wall time
-    forward_ms: float  # of which the drafter and target forwards
-    static_levels: int | None  # static tree: δ = D + 1 whatever N
-
-
-@dataclass
-class Table:
-    """The recent replays at every budget of auto's grid, as arrays, one row per replay (appended as steps
-    are observed: the predictor runs every step and must cost next to nothing beside a forward)."""
-    tau: np.ndarray  # (R, G) τ of each tree truncated to each budget
-    curve: np.ndarray  # (R, G) the cost curves' ms of the same
-    full: np.ndarray  # (R,) the curves' ms of each whole tree
-    step: np.ndarray  # (R,) each step's measured wall ms
-    forward: np.ndarray  # (R,) of which its forwards
-    budget: np.ndarray  # (R,) the budget each tree was grown with
-    nll: np.ndarray  # (R, len(T_GRID)) Σ cross-entropy of the target's choices under q at each T_shape
-    nll_rows: np.ndarray  # (R,) how many choices each row of nll sums
-
-    @classmethod
-    def empty(cls, g: int) -> "Table":
-        return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)),
-                   np.zeros((0, len(T_GRID))), np.zeros(0))
-
-    def append(self, tau: list[float], curve: list[float], full: float, step: float, forward: float,
-               budget: int, nll: list[float], nll_rows: int) -> "Table":
-        """A new table with this row added and only the last HISTORY rows kept."""
-        def add(a: np.ndarray, row) -> np.ndarray:
-            return np.concatenate([a, np.asarray([row], dtype=float)])[-HISTORY:]
-        return Table(add(self.tau, tau), add(self.curve, curve), add(self.full, full), add(self.step, step),
-                     add(self.forward, forward), add(self.budget, budget), add(self.nll, nll),
-                     add(self.nll_rows, nll_rows))
-
-
-def age_weights(count: int) -> np.ndarray:
-    """(count,) weights of the recent trees, oldest first: halving every HALF_LIFE steps of age."""
-    return 0.5 ** (np.arange(count)[::-1] / HALF_LIFE)
-
-
-def tau_of(r: Replay, n: int) -> float:
-    """What replay r truncated to its first n nodes committed: the bonus token + the kept accepted nodes."""
-    return 1.0 + sum(rank < n for rank in r.accepted_ranks)
-
-
-def budget_of(trace: StepTrace) -> int:
-    """The budget a tree step had: auto's choice, else its N knob (else its size)."""
-    return trace.budget()[0] or len(trace.nodes)
-
-
-def calibration_of(trace: StepTrace) -> tuple[list[float], int]:
-    """A step's T_shape evidence (none in exports from before auto fitted T_shape)."""
-    tree = trace.tree
-    if tree is None or len(tree.t_nll) != len(T_GRID):
-        return [0.0] * len(T_GRID), 0
-    return list(tree.t_nll), tree.t_nll_rows
-
-
-def replay_of(trace: StepTrace) -> Replay:
-    static = trace.tree is not None and trace.tree.policy == "static"
-    order = list(range(len(trace.nodes)))
-    if static:  # the static tree of a smaller budget keeps the best N by p(u), ancestors first
-        order.sort(key=lambda i: (-trace.nodes[i].score, trace.nodes[i].depth))
-    rank = {node: r for r, node in enumerate(order)}
-    forward = trace.draft_ms + trace.verify_ms
-    total = trace.step_ms or (trace.build_ms + forward)  # exports from before step_ms: no overhead known
-    return Replay([trace.nodes[i].depth for i in order], sorted(rank[i] for i in trace.accepted_path),
-                  budget_of(trace), total, forward, trace.delta if static else None)
 
 
 @dataclass
@@ -365,25 +287,10 @@ class AutoState:
         return self.last
 
     def fit_temperature(self) -> tuple[float, str]:
-        """(T_shape for the next steps, why): one T_GRID notch toward SHARPEN_NOTCHES below the temperature
-        under which the target's recent choices were most likely (core/shape_calibration.py), once
-        MIN_CALIBRATION choices are in and only when that best fit beats the fit that would keep T_shape
-        where it is by T_HYSTERESIS nats a choice, so noise near the optimum cannot flip it back and forth."""
+        """(T_shape for the next steps, why): core/shape_calibration.next_temperature on the recent trees'
+        evidence, recent ones weighing more."""
         t = self.table
-        if t.nll_rows.sum() < MIN_CALIBRATION:
-            return self.T_shape, ""
-        w = age_weights(len(t.nll_rows))
-        mean = (w[:, None] * t.nll).sum(0) / max(float((w * t.nll_rows).sum()), 1e-9)  # (len(T_GRID),)
-        here = min(range(len(T_GRID)), key=lambda i: abs(T_GRID[i] - self.T_shape))
-        fit_here = min(here + SHARPEN_NOTCHES, len(T_GRID) - 1)  # the best fit that would keep T_shape here
-        fit = T_GRID.index(best_temperature(list(mean), T_GRID[fit_here]))
-        goal = max(0, fit - SHARPEN_NOTCHES)
-        if goal == here or mean[fit_here] - mean[fit] < T_HYSTERESIS:
-            return self.T_shape, ""
-        nxt = here + (1 if goal > here else -1)
-        return T_GRID[nxt], (f"T_shape {self.T_shape:g} → {T_GRID[nxt]:g}: the target's recent choices fit q "
-                             f"best at T = {T_GRID[fit]:g} ({mean[fit]:.3f} vs {mean[fit_here]:.3f} nats a "
-                             f"choice at {T_GRID[fit_here]:g}); the trees use one notch sharper")
+        return next_temperature(t.nll, t.nll_rows, age_weights(len(t.nll_rows)), self.T_shape)
 
     def observe(self, trace: StepTrace, fit: bool = True) -> None:
         """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob); `fit`

@@ -16,10 +16,14 @@ for the draft LM, 0.5 for the head; README "auto").
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 SUPPORT = 64  # tokens of each row the fit looks at: a tree only ever drafts a node's best few children, and
 # scoring a whole vocabulary at eleven temperatures costs about a millisecond a step on a CPU (64: 0.16 ms)
+MIN_CALIBRATION = 16  # target choices the evidence must hold before T_shape moves
+SHARPEN_NOTCHES = 1  # T_shape is kept one notch sharper than the best fit: the fastest trees were (README "auto")
+T_HYSTERESIS = 0.005  # nats a choice the best fit must gain over the one that keeps T_shape where it is
 T_GRID = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 1.0)  # the temperatures auto weighs
 
 
@@ -59,3 +63,24 @@ def best_temperature(nll_sums: list[float], current: float) -> float:
     """The grid temperature with the least total NLL, ties kept at the one nearest `current`."""
     best = min(range(len(T_GRID)), key=lambda i: (nll_sums[i], abs(T_GRID[i] - current)))
     return T_GRID[best]
+
+
+def next_temperature(nll: np.ndarray, rows: np.ndarray, weights: np.ndarray, current: float) -> tuple[float, str]:
+    """(T_shape for the next steps, why): one T_GRID notch toward SHARPEN_NOTCHES below the temperature
+    under which the target's recent choices were most likely, once MIN_CALIBRATION choices are in and only
+    when that best fit beats the fit that would keep T_shape where it is by T_HYSTERESIS nats a choice, so
+    noise near the optimum cannot flip it back and forth. nll: (R, len(T_GRID)) Σ cross-entropy per step;
+    rows: (R,) the choices each sums; weights: (R,) each step's weight."""
+    if rows.sum() < MIN_CALIBRATION:
+        return current, ""
+    mean = (weights[:, None] * nll).sum(0) / max(float((weights * rows).sum()), 1e-9)  # (len(T_GRID),)
+    here = min(range(len(T_GRID)), key=lambda i: abs(T_GRID[i] - current))
+    fit_here = min(here + SHARPEN_NOTCHES, len(T_GRID) - 1)  # the best fit that would keep T_shape here
+    fit = T_GRID.index(best_temperature(list(mean), T_GRID[fit_here]))
+    goal = max(0, fit - SHARPEN_NOTCHES)
+    if goal == here or mean[fit_here] - mean[fit] < T_HYSTERESIS:
+        return current, ""
+    nxt = here + (1 if goal > here else -1)
+    return T_GRID[nxt], (f"T_shape {current:g} → {T_GRID[nxt]:g}: the target's recent choices fit q best at "
+                         f"T = {T_GRID[fit]:g} ({mean[fit]:.3f} vs {mean[fit_here]:.3f} nats a choice at "
+                         f"{T_GRID[fit_here]:g}); the trees use one notch sharper")

@@ -15,7 +15,7 @@ from core.drafters import Drafter
 from core.tree_policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
 from core.sampling import draw, probs
-from core.shape_calibration import nll_by_temperature
+from core.shape_calibration import T_GRID, nll_by_temperature
 from core.trace import ROOT, DraftNode, StepTrace, TargetChoice, TreeStep
 from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.verify import TreeVerdict, verify_chain_sampling, verify_tree
@@ -162,7 +162,7 @@ def choice_nll(logits: dict[int, torch.Tensor], verdict: TreeVerdict, pool_index
             rows.append(logits[node])
             targets.append(tok if greedy else p[at + 1])
     if not rows:
-        return nll_by_temperature(p[:0], p[:0])
+        return [0.0] * len(T_GRID), 0
     return nll_by_temperature(torch.stack(rows), torch.tensor(targets) if greedy else torch.stack(targets))
 
 

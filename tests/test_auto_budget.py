@@ -3,7 +3,8 @@ small trees where verification costs grow with size (CPU-like) and large where t
 import pytest
 
 from core.auto_budget import (EXPLORE_EVERY, EXPLORE_UP, GRID, MAX_MOVE, MIN_PAIRED, NUDGE_EVERY, SURVEY_STEPS,
-                              AutoState, replay_of)
+                              AutoState)
+from core.auto_replay import replay_of
 from core.cost_model import CostModel
 from core.drafters import LookupDrafter, ModelDrafter
 from core.engine import Session

@@ -2,8 +2,8 @@
 moved by auto one notch at a time."""
 import torch
 
-from core.auto_budget import MIN_CALIBRATION, SHARPEN_NOTCHES, AutoState
-from core.shape_calibration import T_GRID, best_temperature, nll_by_temperature
+from core.auto_budget import AutoState
+from core.shape_calibration import MIN_CALIBRATION, SHARPEN_NOTCHES, T_GRID, best_temperature, nll_by_temperature
 from core.trace import TreeStep
 from tests.test_auto_budget import chain_trace, cost
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.auto_budget import GRID, HISTORY, AutoState, budget_of
+from core.auto_budget import GRID, AutoState
+from core.auto_replay import HISTORY, budget_of
 from core.cost_model import CostModel, measure
 from ui.models import drafter_for
 from ui.run import Run
