@@ -109,9 +109,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.choose_exit_layers:
         best = max(speed, key=speed.get)
         layers = list(range(1, lm.num_layers + 1)) if best == "all" else [int(x) for x in best.split(";")]
-        where = store_exit_layers(lm, layers, {"speedup_over_ar": {k: round(v, 3) for k, v in speed.items()},
-                                                "prompts": len(prompts), "max_new_tokens": args.max_new_tokens,
-                                                "knobs": {k: v for k, v in grid[0].items() if k != "exit_layers"}})
+        measured = {"speedup_over_ar": {k: round(v, 3) for k, v in speed.items()}, "prompts": len(prompts),
+                    "max_new_tokens": args.max_new_tokens,
+                    "knobs": {k: v for k, v in grid[0].items() if k != "exit_layers"}}
+        try:
+            where = store_exit_layers(lm, layers, measured)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
         print(f"stored exit layers {best} in {where}")
 
 
