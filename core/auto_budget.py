@@ -16,10 +16,11 @@
 
 Two budgets are compared on the same trees (those grown with a budget ≥ both), so the noise of which
 steps happened to be easy cancels, and recent trees weigh more (a tree's weight halves every HALF_LIFE
-steps, core/auto_replay.py, which keeps the trees as arrays): a burst of accepted tokens (prompt lookup on a repeated passage) or an easy prompt fades instead
-of holding auto at a large tree for the next 64 steps. A tree answers only for budgets up to its own, and
-on a real draft the rate over N is not concave (a budget that just completes a second level can pay where
-the ones below it do not, so a walk down from a too-small start never finds it). Hence:
+steps, core/auto_replay.py, which keeps the trees as arrays): a burst of accepted tokens (prompt lookup
+on a repeated passage) or an easy prompt fades instead of holding auto at a large tree for the next 64
+steps. A tree answers only for budgets up to its own, and on a real draft the rate over N is not concave (a
+budget that just completes a second level can pay where the ones below it do not, so a walk down from a
+too-small start never finds it). Hence:
 - the first SURVEY_STEPS steps grow one larger tree each (the largest N whose verification costs at most
   SURVEY_SLOWDOWN × a one-token forward: mid-sized on a CPU, large on a GPU): they commit more than a small
   tree would, so they cost little, and they answer for every budget up to theirs;
@@ -28,10 +29,10 @@ the ones below it do not, so a walk down from a too-small start never finds it).
   wait for the rare large trees;
 - it decides right after each nudge (the steps between keep the resting N, so its own cost is spread
   over NUDGE_EVERY steps), moving at most MAX_MOVE grid notches and only to a budget whose gain is above
-  HYSTERESIS and clear of 1 by its jackknife standard error, on at least MIN_PAIRED trees (MIN_PAIRED_DOWN
-  for a smaller budget, which every tree answers for): a gain that rests on one tree (a burst, or a few
-  surveys that happened to accept nothing) does not move it, and it
-  cannot oscillate (a move back would need new trees that say so);
+  HYSTERESIS and clear of 1 by as many jackknife standard errors as notches moved (the surest such move
+  wins), on at least MIN_PAIRED trees (MIN_PAIRED_DOWN for a smaller budget, which every tree answers
+  for): a gain that rests on one tree (a burst, or a few surveys that happened to accept nothing) does not
+  move it, and it cannot oscillate (a move back would need new trees that say so);
 - every EXPLORE_EVERY-th step grows a larger tree for one step, so larger budgets stay known: in a cycle
   of RESURVEY_EVERY explorations, a survey tree, EXPLORE_UP notches above the resting N, twice that, and
   EXPLORE_UP again;
@@ -41,13 +42,13 @@ the ones below it do not, so a walk down from a too-small start never finds it).
 Before the first survey it rests at a prior: the largest N whose verification costs at most
 PRIOR_SLOWDOWN × a one-token forward. N is the knob whose best value depends on the hardware; the one
 whose best value depends on the drafter is T_shape, and auto fits it too (core/shape_calibration.py): one
-step in CALIBRATE_EVERY scores the target's choices under q at each T of a grid, and each decision moves
-T_shape one notch toward one notch below the best-fitting T (`next_temperature` there, with its
-thresholds): on both model drafters the fastest trees were a notch sharper than the
-best fit. A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ would (on the draft
-LM the fitted T, about 0.35-0.4, does what μ = 0.2 did by hand). μ and the static depth D are left as
-set: neither can be replayed from the trees already grown (μ = 0.15 under the fitted T was slower in a
-side-by-side run).
+step in CALIBRATE_EVERY scores the target's choices under q at each T of a grid (the evidence ages with
+T_HALF_LIFE), and each decision moves T_shape one notch toward SHARPEN × the best-fitting T
+(`next_temperature` there, with its dead zone): on both model drafters the fastest trees were about that
+much sharper than the best fit. A flat drafter's q is sharpened, which narrows TALON's gate as a larger μ
+would (on the draft LM T_shape ends at 0.3-0.35, which does what μ = 0.2 did by hand). μ and the static
+depth D are left as set: neither can be replayed from the trees already grown (μ = 0.15 under the fitted T
+was slower in a side-by-side run).
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ import numpy as np
 
 from core.cost_model import CostModel
 from core.auto_replay import HISTORY, Replay, Table, age_weights, calibration_of, replay_of, tau_of
-from core.shape_calibration import next_temperature
+from core.shape_calibration import T_GRID, next_temperature
 from core.trace import AutoChoice, StepTrace
 
 GRID = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -67,16 +68,24 @@ SURVEY_SLOWDOWN = 2.0
 SURVEY_STEPS = 3
 EXPLORE_EVERY = 32
 EXPLORE_UP = 2  # grid notches above the resting N an exploring step grows
-NUDGE_EVERY = 8  # every so many steps, one notch above the resting N: the evidence a move up needs; auto
+NUDGE_EVERY = 16  # every so many steps, one notch above the resting N: the evidence a move up needs; auto
 # also decides only once in so many steps (right after each nudge), so its own cost stays a small share of
-# a step between its decisions
+# a step between its decisions. 16, not 8: near the best N the rate is flat within a few per cent, and on the
+# head deciding half as often (fewer moves on one prompt's evidence, half the decision work) was 0.6-3% faster
+# in four side-by-side runs; on the draft LM and lookup the two were within noise (docs/bench/auto_session9.md)
 RESURVEY_EVERY = 4  # explorations per survey tree
-MAX_MOVE = 2  # grid notches per decision, up or down
+MAX_MOVE = 2  # grid notches per decision, up or down; a move of k notches must be clear of no gain by k
+# jackknife standard errors, and the surest move wins (gain - k SE): near the best N the rate is flat within a
+# few per cent, and a hard prompt made a budget two notches down look better on a few trees (it sent the head
+# from 6 to 2, 0.77x the rate at 6, for 30 steps), while on the draft LM two notches down (8 -> 4) pay
+# where the one between does not
 MIN_PAIRED = 3  # trees both budgets must be measured on before auto moves up to the larger
 MIN_PAIRED_DOWN = 6  # ... or down to the smaller: every tree answers for a smaller budget, so waiting for
 # more of them costs nothing, and a few unlucky first trees (surveys that accepted little) no longer send it
 # from 8 to 2 for a prompt
-CALIBRATE_EVERY = 2  # steps: one in so many scores the target's choices under q (0.1-0.2 ms a time on a CPU)
+CALIBRATE_EVERY = 4  # steps: one in so many scores the target's choices under q (0.15-0.3 ms a time on a CPU)
+T_HALF_LIFE = 128  # steps: the T_shape evidence halves with this age. Longer than HALF_LIFE: one prompt's best
+# fit ranges 0.4-0.75 on the head, and following it per prompt was no faster than holding the overall fit
 SLOPE_RANGE = (0.5, 4.0)
 MIN_SHARE = 0.1  # a smaller tree is never predicted cheaper than this share of the step it is cut from
 _MEMORY: dict[str, "AutoState"] = {}  # key -> the last session's state on that setup
@@ -97,6 +106,8 @@ class AutoState:
     slope: float = 1.0  # the run's step ms per cost-curve ms (fitted; 1 while nothing was timed)
     table: Table | None = field(default=None, repr=False)
     T_shape: float = 1.0  # the shaping temperature the trees use now (fitted to the run, one notch a decision)
+    t_nll: np.ndarray = field(default_factory=lambda: np.zeros(len(T_GRID)))  # Σ CE at each T, aged by T_HALF_LIFE
+    t_rows: float = 0.0  # the choices t_nll sums, aged alike
 
     def __post_init__(self) -> None:
         self.grid = tuple(sorted({g for g in GRID if g <= self.n_max} | {self.N}))  # the budgets auto weighs
@@ -114,7 +125,8 @@ class AutoState:
             old = _MEMORY[key]
             why = f"N = {old.N}, T_shape = {old.T_shape:g}: where auto rested at the end of the last run on this setup"
             return cls(cost, old.N, n_max, old.survey, list(old.recent), steps=max(old.steps, SURVEY_STEPS),
-                       slope=old.slope, table=old.table, key=key, T_shape=old.T_shape,
+                       slope=old.slope, table=old.table, key=key, T_shape=old.T_shape, t_nll=old.t_nll,
+                       t_rows=old.t_rows,
                        last=AutoChoice(old.N, None, why, T_shape=old.T_shape))
         allowed = [g for g in GRID if g <= n_max] or [n_max]
         base = cost.t_verify(1)
@@ -273,8 +285,10 @@ class AutoState:
             return self.last
         predicted = [(g, float(r)) for g, r in zip(grid, self.rates()) if not np.isnan(r)]
         near = [g for g in grid[max(0, i - MAX_MOVE): i + MAX_MOVE + 1] if g != here]
-        sure = {g: x for g, (x, se) in self.gains(near, here).items() if x > 1 + HYSTERESIS and x - se > 1}
-        best = max(sure, key=sure.get, default=here)
+        gains = self.gains(near, here)
+        bound = {g: x - abs(grid.index(g) - i) * se for g, (x, se) in gains.items()}  # k notches: k SE
+        sure = {g: gains[g][0] for g in gains if gains[g][0] > 1 + HYSTERESIS and bound[g] > 1}
+        best = max(sure, key=bound.get, default=here)
         reason = f"N = {here}: predicted {dict(predicted).get(here, 0):.0f} tok/s"
         if best != here:
             reason = (f"N {here} → {best}: predicted {100 * (sure[best] - 1):.0f}% more tok/s "
@@ -287,10 +301,9 @@ class AutoState:
         return self.last
 
     def fit_temperature(self) -> tuple[float, str]:
-        """(T_shape for the next steps, why): core/shape_calibration.next_temperature on the recent trees'
-        evidence, recent ones weighing more."""
-        t = self.table
-        return next_temperature(t.nll, t.nll_rows, age_weights(len(t.nll_rows)), self.T_shape)
+        """(T_shape for the next steps, why): core/shape_calibration.next_temperature on the run's evidence,
+        recent steps weighing more."""
+        return next_temperature(self.t_nll, self.t_rows, self.T_shape)
 
     def observe(self, trace: StepTrace, fit: bool = True) -> None:
         """Add a finished step's tree to the replays (its budget: auto's choice, else its N knob); `fit`
@@ -299,7 +312,10 @@ class AutoState:
         self.recent = (self.recent + [r])[-HISTORY:]
         *curve, full = self.curves(r, [*self.grid, len(r.depths)])
         self.table = self.table.append([tau_of(r, n) for n in self.grid], curve, full, r.step_ms, r.forward_ms,
-                                       r.budget, *calibration_of(trace))
+                                       r.budget)
+        nll, rows = calibration_of(trace)
+        age = 0.5 ** (1 / T_HALF_LIFE)
+        self.t_nll, self.t_rows = age * self.t_nll + np.asarray(nll), age * self.t_rows + rows
         self.observed = trace.index
         if fit:
             self.slope = self.fit_slope()

@@ -2,7 +2,7 @@
 
 A tree step becomes a Replay (its nodes' depths in keep order, where the accepted path sits in that order,
 its budget and its measured times) and one row of a Table: τ and the cost curves' ms of the tree cut to
-every budget of auto's grid, and the step's T_shape evidence, as arrays, so that a decision is a few numpy
+every budget of auto's grid, as arrays, so that a decision is a few numpy
 reductions. Recent trees weigh more: a tree's weight halves every HALF_LIFE steps of age.
 """
 from __future__ import annotations
@@ -39,22 +39,18 @@ class Table:
     step: np.ndarray  # (R,) each step's measured wall ms
     forward: np.ndarray  # (R,) of which its forwards
     budget: np.ndarray  # (R,) the budget each tree was grown with
-    nll: np.ndarray  # (R, len(T_GRID)) Σ cross-entropy of the target's choices under q at each T_shape
-    nll_rows: np.ndarray  # (R,) how many choices each row of nll sums
 
     @classmethod
     def empty(cls, g: int) -> "Table":
-        return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)),
-                   np.zeros((0, len(T_GRID))), np.zeros(0))
+        return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)))
 
     def append(self, tau: list[float], curve: list[float], full: float, step: float, forward: float,
-               budget: int, nll: list[float], nll_rows: int) -> "Table":
+               budget: int) -> "Table":
         """A new table with this row added and only the last HISTORY rows kept."""
         def add(a: np.ndarray, row) -> np.ndarray:
             return np.concatenate([a, np.asarray([row], dtype=float)])[-HISTORY:]
         return Table(add(self.tau, tau), add(self.curve, curve), add(self.full, full), add(self.step, step),
-                     add(self.forward, forward), add(self.budget, budget), add(self.nll, nll),
-                     add(self.nll_rows, nll_rows))
+                     add(self.forward, forward), add(self.budget, budget))
 
 
 def age_weights(count: int) -> np.ndarray:

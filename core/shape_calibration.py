@@ -22,8 +22,10 @@ import torch
 SUPPORT = 64  # tokens of each row the fit looks at: a tree only ever drafts a node's best few children, and
 # scoring a whole vocabulary at eleven temperatures costs about a millisecond a step on a CPU (64: 0.16 ms)
 MIN_CALIBRATION = 16  # target choices the evidence must hold before T_shape moves
-SHARPEN_NOTCHES = 1  # T_shape is kept one notch sharper than the best fit: the fastest trees were (README "auto")
-T_HYSTERESIS = 0.005  # nats a choice the best fit must gain over the one that keeps T_shape where it is
+SHARPEN = 0.87  # T_shape aims this share of the best-fitting T: on both model drafters the fastest trees of a
+# sweep were about that much sharper than the fit (draft LM: fit 0.40, fastest 0.35, 0.88; head: fit 0.58,
+# fastest 0.5, 0.86; docs/bench/shape_temperature.md). A ratio, not a count of notches: the grid is finer below 0.6
+T_DEAD_ZONE = 0.6  # T_shape moves a notch only when its goal lies this share of the way to that notch or beyond
 T_GRID = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 1.0)  # the temperatures auto weighs
 
 
@@ -65,22 +67,34 @@ def best_temperature(nll_sums: list[float], current: float) -> float:
     return T_GRID[best]
 
 
-def next_temperature(nll: np.ndarray, rows: np.ndarray, weights: np.ndarray, current: float) -> tuple[float, str]:
-    """(T_shape for the next steps, why): one T_GRID notch toward SHARPEN_NOTCHES below the temperature
-    under which the target's recent choices were most likely, once MIN_CALIBRATION choices are in and only
-    when that best fit beats the fit that would keep T_shape where it is by T_HYSTERESIS nats a choice, so
-    noise near the optimum cannot flip it back and forth. nll: (R, len(T_GRID)) Σ cross-entropy per step;
-    rows: (R,) the choices each sums; weights: (R,) each step's weight."""
-    if rows.sum() < MIN_CALIBRATION:
+def fitted_temperature(mean: list[float], current: float) -> float:
+    """The calibrated T between grid points: the vertex of the parabola through the best grid T and its two
+    neighbours (clamped to them; the best T itself at an end of the grid). The CE curve is flat near its
+    minimum (the head: 0.668 nats at 0.55, 0.667 at 0.6), so the grid's argmin alone jumps a notch on noise."""
+    i = T_GRID.index(best_temperature(mean, current))
+    if i == 0 or i == len(T_GRID) - 1:
+        return T_GRID[i]
+    (x0, x1, x2), (y0, y1, y2) = T_GRID[i - 1: i + 2], mean[i - 1: i + 2]
+    den = (x0 - x1) * (x0 - x2) * (x1 - x2)
+    a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / den
+    b = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / den
+    return min(x2, max(x0, -b / (2 * a))) if a > 0 else x1
+
+
+def next_temperature(nll: np.ndarray, rows: float, current: float) -> tuple[float, str]:
+    """(T_shape for the next steps, why): one T_GRID notch toward SHARPEN × the temperature under which the
+    target's recent choices were most likely, once MIN_CALIBRATION choices are in, and only when that goal
+    lies beyond T_DEAD_ZONE of the way to the next notch, so noise near the optimum cannot flip it back and
+    forth. nll: (len(T_GRID),) the (age-weighted) Σ cross-entropy of the choices at each T; rows: how many
+    choices it sums (weighted alike)."""
+    if rows < MIN_CALIBRATION:
         return current, ""
-    mean = (weights[:, None] * nll).sum(0) / max(float((weights * rows).sum()), 1e-9)  # (len(T_GRID),)
+    mean = list(nll / rows)  # (len(T_GRID),)
     here = min(range(len(T_GRID)), key=lambda i: abs(T_GRID[i] - current))
-    fit_here = min(here + SHARPEN_NOTCHES, len(T_GRID) - 1)  # the best fit that would keep T_shape here
-    fit = T_GRID.index(best_temperature(list(mean), T_GRID[fit_here]))
-    goal = max(0, fit - SHARPEN_NOTCHES)
-    if goal == here or mean[fit_here] - mean[fit] < T_HYSTERESIS:
+    fit = fitted_temperature(mean, current)
+    goal = SHARPEN * fit
+    nxt = here + (1 if goal > T_GRID[here] else -1)
+    if not 0 <= nxt < len(T_GRID) or abs(goal - T_GRID[here]) < T_DEAD_ZONE * abs(T_GRID[nxt] - T_GRID[here]):
         return current, ""
-    nxt = here + (1 if goal > here else -1)
     return T_GRID[nxt], (f"T_shape {current:g} → {T_GRID[nxt]:g}: the target's recent choices fit q best at "
-                         f"T = {T_GRID[fit]:g} ({mean[fit]:.3f} vs {mean[fit_here]:.3f} nats a choice at "
-                         f"{T_GRID[fit_here]:g}); the trees use one notch sharper")
+                         f"T = {fit:.2f}; the trees use {SHARPEN:g}× that, {goal:.2f}")

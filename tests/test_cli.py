@@ -190,3 +190,17 @@ def test_bench_repeats_the_run_and_shows_each_repeat(prompts, capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert all(len(r["tok_s_per_repeat"]) == 2 and r["mismatches"] == 0 for r in rows)
     assert rows[0]["tokens"] % 2 == 0 and rows[1]["tokens"] == rows[0]["tokens"]  # both repeats, same text as AR
+
+
+def test_auto_variants_script_runs_patched_constants_beside_fixed_budgets(prompts):
+    """scripts/auto_variants.py (how auto's thresholds were chosen): every row decodes, the fixed row is the
+    reference, and a name that is not one of auto's constants is one line, not a traceback."""
+    cmd = [sys.executable, "scripts/auto_variants.py", "--drafter", "lookup", "--repeat", "1", "--limit", "2",
+           "--max-new-tokens", "6", "--prompts", str(prompts)]
+    proc = subprocess.run(cmd + ["--variants", "auto;NUDGE_EVERY=4;N=4"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| variant")]
+    assert [r.split(" | ")[0] for r in rows] == ["| auto", "| NUDGE_EVERY=4", "| N=4"]
+    assert rows[-1].split(" | ")[2] == "1.000"
+    bad = subprocess.run(cmd + ["--variants", "auto;NO_SUCH=1"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "NO_SUCH=1" in bad.stderr

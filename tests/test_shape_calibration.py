@@ -2,8 +2,9 @@
 moved by auto one notch at a time."""
 import torch
 
-from core.auto_budget import AutoState
-from core.shape_calibration import MIN_CALIBRATION, SHARPEN_NOTCHES, T_GRID, best_temperature, nll_by_temperature
+from core.auto_budget import NUDGE_EVERY, AutoState
+from core.shape_calibration import (MIN_CALIBRATION, SHARPEN, T_GRID, best_temperature, fitted_temperature,
+                                    nll_by_temperature)
 from core.trace import TreeStep
 from tests.test_auto_budget import chain_trace, cost
 
@@ -16,6 +17,14 @@ def test_the_fitted_temperature_is_the_one_the_target_chose_with():
     picks = torch.multinomial(torch.softmax(z / 0.6, -1), 1, generator=gen)[:, 0]  # greedy: one choice a row
     hard, _ = nll_by_temperature(z, picks)
     assert abs(T_GRID.index(best_temperature(hard, 1.0)) - T_GRID.index(0.6)) <= 1
+
+
+def test_the_fit_lands_between_grid_points_and_stays_inside_the_grid():
+    def curve(best: float) -> list[float]:
+        return [1 + 10 * (T - best) ** 2 for T in T_GRID]
+    assert abs(fitted_temperature(curve(0.58), 1.0) - 0.58) < 1e-6  # between 0.55 and 0.6
+    assert fitted_temperature(curve(0.1), 1.0) == T_GRID[0] and fitted_temperature(curve(2.0), 1.0) == T_GRID[-1]
+    assert fitted_temperature([1.0] * len(T_GRID), 0.5) == 0.5  # flat: where it is
 
 
 def test_tokens_the_drafter_cannot_propose_say_nothing_about_T():
@@ -43,7 +52,7 @@ def test_auto_walks_T_shape_one_notch_a_decision_towards_the_calibrated_one():
     state = AutoState.start(cost(flat=False), 96, T_shape=0.5)
     state.survey = 0
     seen, rows, why = [state.T_shape], 0, []
-    for i in range(60):
+    for i in range(8 * NUDGE_EVERY):  # a decision after each nudge, one notch each
         state.observe(calibrated_trace(i, best=0.3))
         rows += 4
         choice = state.choose()
@@ -54,5 +63,5 @@ def test_auto_walks_T_shape_one_notch_a_decision_towards_the_calibrated_one():
         seen.append(choice.T_shape)
     steps = [T_GRID.index(a) - T_GRID.index(b) for a, b in zip(seen, seen[1:])]
     assert set(steps) <= {0, 1}
-    goal = T_GRID[T_GRID.index(0.3) - SHARPEN_NOTCHES]  # the trees use the fit a notch (or so) sharper
+    goal = min(T_GRID, key=lambda T: abs(T - SHARPEN * 0.3))  # the trees use a share of the fit, on the grid
     assert seen[-1] == goal and f"→ {goal:g}" in why[-1] and len(why) == T_GRID.index(0.5) - T_GRID.index(goal)

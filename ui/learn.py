@@ -62,8 +62,8 @@ the **embedded** preset spends 12 nodes on two root children, a gate of μ = 0.1
 T_shape = 0.5, rather than on the paper's ten root children. The **auto** preset measures this
 machine's curve and chooses N each step to maximise predicted tokens per second (the N above is then only
 the cap); it also fits T_shape to the drafter: the T under which the target's own choices were most
-likely, one notch sharper, where the fastest trees were (the separate draft LM ends near 0.35, the head
-near 0.5); each step shows the N and T_shape it picked and why."""
+likely, times 0.87 (the fastest trees were that much sharper: the separate draft LM ends near 0.35, the
+head near 0.5); each step shows the N and T_shape it picked and why."""
 
 KEYS = ("**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box).\n\n"
         "**Share and replay.** *Copy link* (under the knobs) gives a URL with this view's prompt and knobs; opening "
