@@ -1,0 +1,33 @@
+"""The LayerSkip-style recipe (cli/train_layerskip.py): layer dropout rising with depth, a rotating
+early-exit curriculum, and a layer-by-layer forward that is the model's own when nothing is skipped."""
+import torch
+
+from cli.train_layerskip import ROTATION, drop_probs, exits_at, forward_layers
+from tests.tiny_models import tiny_hf
+
+
+def test_dropout_rises_from_zero_at_the_first_layer_to_p_max_at_the_last():
+    p = drop_probs(12, 0.2)
+    assert p[0] == 0 and abs(p[-1] - 0.2) < 1e-12 and all(a < b for a, b in zip(p, p[1:]))
+
+
+def test_every_layer_below_the_last_gets_the_exit_loss_once_per_rotation():
+    L = 12
+    seen = [i for step in range(ROTATION) for i in exits_at(step, L)]
+    assert sorted(seen) == list(range(L - 1))
+    assert all(L - 1 not in exits_at(step, L) for step in range(ROTATION))
+
+
+def test_the_layer_by_layer_forward_is_the_models_own_and_a_skipped_layer_passes_its_input_through():
+    model = tiny_hf("llama", num_hidden_layers=4)
+    x = torch.randint(0, 64, (2, 10))
+    with torch.no_grad():
+        final, early = forward_layers(model, x, [True] * 4, [0, 2])
+        assert torch.allclose(final, model(input_ids=x).logits, atol=1e-5)
+        m = model.model
+        assert torch.allclose(early[2], model.lm_head(m.norm(model(input_ids=x, output_hidden_states=True)
+                                                             .hidden_states[3])), atol=1e-5)
+        skipped, _ = forward_layers(model, x, [True, False, True, True], [])
+        del m.layers[1]  # the same model without layer 1 (its layer_idx gaps do not matter without a cache)
+        model.config.num_hidden_layers = 3
+        assert torch.allclose(skipped, model(input_ids=x, use_cache=False).logits, atol=1e-5)
