@@ -30,10 +30,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from cli.corpus import source_files, split
 from core.eagle3 import EagleConfig, EagleHead, feature_layers
 from core.eagle3_io import load_head, save_head
-from cli.train_utils import autocast, batch, lr_at, write_card
+from cli.train_utils import autocast, batch, corpus, lr_at, write_card
 from core.device import pick_device
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
@@ -75,25 +74,6 @@ its ancestors correct):
 | soft cross-entropy to the target (nats) | {ce} |
 {CARD_END}
 """
-
-
-def encode(tokenizer: PreTrainedTokenizerFast, files: list) -> np.ndarray:
-    eot = tokenizer.eos_token_id
-    ids: list[int] = []
-    for f in tqdm(files, desc="encode", unit="file"):
-        ids.extend(tokenizer(f.read(), add_special_tokens=False)["input_ids"])
-        ids.append(eot)
-    return np.asarray(ids, dtype=np.uint16)
-
-
-def corpus(tokenizer: PreTrainedTokenizerFast, work: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(train ids, held-out ids), cached in --work."""
-    paths = work / "train_ids.npy", work / "heldout_ids.npy"
-    if not all(p.exists() for p in paths):
-        train, heldout = split(source_files())
-        np.save(paths[0], encode(tokenizer, train))
-        np.save(paths[1], encode(tokenizer, heldout))
-    return np.load(paths[0]), np.load(paths[1])
 
 
 def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int) -> EagleHead:

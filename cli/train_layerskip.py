@@ -29,9 +29,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from cli.train_eagle3 import corpus
-from cli.train_embedded import export
-from cli.train_utils import autocast, batch, lr_at
+from cli.train_utils import autocast, batch, corpus, lr_at
 from core.device import pick_device
 
 ROTATION = 4  # layers get the early-exit loss every so many steps, in turn
@@ -143,7 +141,8 @@ def main(argv: list[str] | None = None) -> None:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
                         "elapsed_s": elapsed + time.time() - t0}, ckpt)
     after = lens_metrics(model, heldout, args.eval_tokens, args.seq_len)
-    export(model, tokenizer, out)
+    model.to(torch.float16).save_pretrained(out, safe_serialization=True)  # fp16, as the embedded models ship
+    tokenizer.save_pretrained(out)  # the starting model's, with its start-token rule
     report = {"before": before, "after": after, "train_s": elapsed + time.time() - t0, "args": vars(args)}
     (out / "layerskip.json").write_text(json.dumps(report, indent=2))
     print(json.dumps({k: v for k, v in report.items() if k != "args"}, indent=2))

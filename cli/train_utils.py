@@ -1,4 +1,5 @@
-"""Small helpers shared by the trainers: autocast, held-out evaluation (device choice: core.device)."""
+"""Small helpers shared by the trainers: autocast, batches, the encoded corpus, held-out evaluation, model-card
+sections (device choice: core.device)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,7 +9,10 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from tqdm import tqdm
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from cli.corpus import source_files, split
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:
@@ -81,3 +85,22 @@ def write_card(path: Path, section: str, start: str, end: str) -> None:
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
     path.write_text(text)
+
+
+def encode(tokenizer: PreTrainedTokenizerFast, files: list) -> np.ndarray:
+    eot = tokenizer.eos_token_id
+    ids: list[int] = []
+    for f in tqdm(files, desc="encode", unit="file"):
+        ids.extend(tokenizer(f.read(), add_special_tokens=False)["input_ids"])
+        ids.append(eot)
+    return np.asarray(ids, dtype=np.uint16)
+
+
+def corpus(tokenizer: PreTrainedTokenizerFast, work: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(train ids, held-out ids), cached in --work."""
+    paths = work / "train_ids.npy", work / "heldout_ids.npy"
+    if not all(p.exists() for p in paths):
+        train, heldout = split(source_files())
+        np.save(paths[0], encode(tokenizer, train))
+        np.save(paths[1], encode(tokenizer, heldout))
+    return np.load(paths[0]), np.load(paths[1])
