@@ -32,7 +32,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from core.eagle3 import EagleConfig, EagleHead, feature_layers
 from core.eagle3_io import load_head, save_head
-from cli.train_utils import autocast, batch, corpus, lr_at, write_card
+from cli.train_utils import autocast, batch, corpus, set_lr, write_card
 from core.device import pick_device
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
@@ -235,8 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.time()
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
     for step in bar:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, args.steps, args.lr, warmup=min(50, args.steps // 10 + 1))
+        set_lr(opt, step, args.steps, args.lr)
         x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
         loss = torch.zeros((), device=device)
         with autocast(device) if device.type == "cuda" else contextlib.nullcontext():

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from cli.corpus import source_files, split
-from cli.train_utils import autocast, batch, heldout_metrics, lr_at
+from cli.train_utils import autocast, batch, heldout_metrics, set_lr
 from core.device import pick_device
 
 EOT = "<|endoftext|>"
@@ -108,8 +108,7 @@ def run_training(
     bar = tqdm(range(start, steps), desc=name, initial=start, total=steps)
     t0 = time.time()
     for step in bar:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, steps, peak_lr, warmup=min(50, steps // 10 + 1))
+        set_lr(opt, step, steps, peak_lr)
         xy = batch(data, args.seed, step, args.batch_size, args.seq_len).to(device)
         x, y = xy[:, :-1], xy[:, 1:]  # (B, T)
         with autocast(device):

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from cli.train_utils import autocast, batch, corpus, lr_at
+from cli.train_utils import autocast, batch, corpus, set_lr
 from core.device import pick_device
 
 ROTATION = 4  # layers get the early-exit loss every so many steps, in turn
@@ -117,8 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.time()
     bar = tqdm(range(start, args.steps), desc="layerskip", initial=start, total=args.steps)
     for step in bar:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, args.steps, args.lr, warmup=min(50, args.steps // 10 + 1))
+        set_lr(opt, step, args.steps, args.lr)
         xy = batch(train, args.seed, step, args.batch_size, args.seq_len).to(device)  # (B, T + 1)
         x, y = xy[:, :-1], xy[:, 1:]
         rng = np.random.default_rng([args.seed, step, 1])

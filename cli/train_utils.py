@@ -75,6 +75,13 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def set_lr(opt: torch.optim.Optimizer, step: int, total: int, peak: float) -> None:
+    """Every trainer's schedule: linear warm-up over min(50, total/10 + 1) steps, then cosine to 10% of peak."""
+    lr = lr_at(step, total, peak, warmup=min(50, total // 10 + 1))
+    for group in opt.param_groups:
+        group["lr"] = lr
+
+
 def write_card(path: Path, section: str, start: str, end: str) -> None:
     """Replace a trainer's marked section (from `start` to `end`) of the model card, or append it; the rest
     of the card is left alone."""
