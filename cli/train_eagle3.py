@@ -3,13 +3,13 @@
     python -m cli.train_eagle3 --target assets/models/target --out assets/models/eagle3 --work .cache/eagle3
 
 Features come from the frozen target over the same stdlib corpus and train / held-out split as the
-embedded models (cli/corpus.py). Each batch runs the target once (hidden states entering layers 2,
-L//2, L-3 and its logits), then unrolls the head for `--ttt` steps ("training-time test"): step 0 reads
-the target's fused state, step k reads the head's own state from step k-1 at the same position, one
-token further on, attending to the step-0 entries of the context plus its own earlier steps at that
-position — exactly what a node at depth k sees while drafting a tree. The loss at step k is the soft
-cross-entropy to the target's distribution restricted to the draft vocabulary plus `--hard-weight` times the
-cross-entropy to its greedy choice, weighted 0.8^k.
+embedded models (cli/corpus.py). Each batch runs the target once (hidden states entering layers 2, L//2,
+L-3, or the ones `--feature-layers` names, and its logits), then unrolls the head for `--ttt` steps
+("training-time test"): step 0 reads the target's fused state, step k reads the head's own state from
+step k-1 at the same position, one token further on, attending to the step-0 entries of the context plus
+its own earlier steps at that position — exactly what a node at depth k sees while drafting a tree. The
+loss at step k is the soft cross-entropy to the target's distribution restricted to the draft vocabulary
+plus `--hard-weight` times the cross-entropy to its greedy choice, weighted 0.8^k.
 
 The draft vocabulary is the `--draft-vocab` most frequent target tokens of the training text; a token
 outside it cannot be drafted (verification stays exact either way). Resumable from --work; the data
@@ -41,9 +41,14 @@ CARD_END = "<!-- end of the EAGLE-3 section, written by cli/train_eagle3.py -->"
 
 
 def legs_note(m: dict) -> str:
-    legs = m.get("legs", [])
-    return "; ".join(f"from step {g['start']} with --steps {g['steps']} --lr {g['lr']} --hard-weight {g['hard_weight']}"
-                     for g in legs)
+    parts = []
+    for g in m.get("legs", []):
+        warm = ""
+        if "init" in g:
+            taps = f" --feature-layers {g['feature_layers']}" if g.get("feature_layers") else ""
+            warm = f" (--init {g['init']}{taps}, on a schedule of its own)"
+        parts.append(f"from step {g['start']}{warm} with --steps {g['steps']} --lr {g['lr']} --hard-weight {g['hard_weight']}")
+    return "; ".join(parts)
 
 
 def card_section(m: dict, mb: float) -> str:
@@ -56,7 +61,7 @@ def card_section(m: dict, mb: float) -> str:
 
 `eagle3/`: an EAGLE-3 head for the target in the published SafeAILab/EAGLE layout (`config.json` with
 `draft_vocab_size`, `model.safetensors` with `fc`, `midlayer.*`, `norm`, `lm_head`, `d2t`, `t2d`; fp16,
-{mb:.2f} MB). It reads the target's hidden states entering layers 2, L//2, L-3, runs one decoder layer of
+{mb:.2f} MB). It reads the target's hidden states {m.get('taps_text', 'entering layers 2, L//2, L-3')}, runs one decoder layer of
 width {m.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
 ({m['draft_vocab_coverage']:.1%} of training tokens). Trained by
 `python -m cli.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
@@ -76,7 +81,13 @@ its ancestors correct):
 """
 
 
-def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int) -> EagleHead:
+def taps_text(taps: tuple[int, ...], num_layers: int) -> str:
+    """'entering layers 2, 4 and after the last layer (8)' for the card."""
+    words = [f"after the last layer ({i})" if i == num_layers else f"entering layer {i}" for i in taps]
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int, taps: list[int] | None = None) -> EagleHead:
     """A head the size of the target's layers, warm-started so it begins as a logit lens of the
     high feature: lm_head and norm from the target's, fc picking the high block, zeroed output
     projections (the decoder layer starts as the identity on the state)."""
@@ -85,7 +96,8 @@ def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int) -> EagleHead:
     cfg = EagleConfig(hidden_size=tc.hidden_size, num_attention_heads=tc.num_attention_heads,
                       num_key_value_heads=tc.num_key_value_heads, intermediate_size=tc.intermediate_size,
                       vocab_size=vocab, draft_vocab_size=len(draft_ids), rms_norm_eps=tc.rms_norm_eps,
-                      rope_theta=getattr(tc, "rope_theta", 10000.0), max_position_embeddings=ttt_ctx)
+                      rope_theta=getattr(tc, "rope_theta", 10000.0), max_position_embeddings=ttt_ctx,
+                      eagle_aux_hidden_state_layer_ids=taps)
     head = EagleHead(cfg)
     H = tc.hidden_size
     with torch.no_grad():
@@ -132,7 +144,8 @@ def unrolled(head: EagleHead, target, x: torch.Tensor, steps: int, draft_ids: to
     with torch.no_grad():
         out = target(input_ids=x, output_hidden_states=True)
         hs = out.hidden_states
-        feats = torch.cat([hs[i] for i in feature_layers(len(hs) - 1)], -1)[:, :T]  # (B, T, 3H)
+        taps = feature_layers(len(hs) - 1, head.config.eagle_aux_hidden_state_layer_ids)
+        feats = torch.cat([hs[i] for i in taps], -1)[:, :T]  # (B, T, 3H)
         t_logits = out.logits  # (B, S, V): row j predicts x_{j+1}
     emb_table = target.model.embed_tokens
     pos0 = torch.arange(T, device=x.device).expand(B, T)
@@ -196,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--card", default=None, help="model card to write the metrics section into")
+    ap.add_argument("--feature-layers", default=None, help="the three target hidden states fc fuses, e.g. 2,4,8 "
+                    "(0 = embeddings, i = input of layer i, L = last layer's output); default: 2, L//2, L-3")
     ap.add_argument("--init", default=None, help="start from this head folder (published layout; e.g. the shipped "
                     "assets/models/eagle3) instead of a logit lens, when --work has no checkpoint")
     args = ap.parse_args(argv)
@@ -215,12 +230,19 @@ def main(argv: list[str] | None = None) -> None:
     to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long, device=device)
     to_draft[draft_ids] = torch.arange(len(draft_ids), device=device)
     torch.manual_seed(args.seed)
-    head = new_head(target, draft_ids.cpu(), args.seq_len).to(device)
+    taps = None
+    if args.feature_layers is not None:
+        try:
+            taps = list(feature_layers(target.config.num_hidden_layers, [int(i) for i in args.feature_layers.split(",")]))
+        except ValueError as exc:
+            raise SystemExit(f"error: --feature-layers: {exc}") from None
+    head = new_head(target, draft_ids.cpu(), args.seq_len, taps).to(device)
     opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
                             weight_decay=0.0)
     ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
     start, elapsed, legs = 0, 0.0, []
-    if args.init is not None and not ckpt.exists():  # a warm start: its legs and time carry on, the optimiser does not
+    warm = args.init is not None and not ckpt.exists()
+    if warm:  # a warm start: its legs and time carry on, the optimiser does not
         start, elapsed, legs = warm_start(head, Path(args.init), draft_ids)
         print(f"starting from {args.init} (trained {start} steps)")
     if ckpt.exists():
@@ -230,12 +252,18 @@ def main(argv: list[str] | None = None) -> None:
         start, elapsed, legs = state["step"], state.get("elapsed_s", 0.0), state.get("legs", [])
         print(f"resuming at step {start}")
     if start < args.steps:  # every (re)start with its schedule and loss, for the model card
-        legs.append({"start": start, "steps": args.steps, "hard_weight": args.hard_weight, "lr": args.lr})
+        leg = {"start": start, "steps": args.steps, "hard_weight": args.hard_weight, "lr": args.lr}
+        if warm:  # a warm start warms up and decays over its own steps
+            leg.update(schedule_from=start, init=args.init, feature_layers=args.feature_layers)
+        elif legs and legs[-1]["steps"] == args.steps and "schedule_from" in legs[-1]:  # the same leg, resumed
+            leg["schedule_from"] = legs[-1]["schedule_from"]
+        legs.append(leg)
+    s0 = legs[-1].get("schedule_from", 0) if legs else 0
     head.train()
     t0 = time.time()
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
     for step in bar:
-        set_lr(opt, step, args.steps, args.lr)
+        set_lr(opt, step - s0, args.steps - s0, args.lr)
         x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
         loss = torch.zeros((), device=device)
         with autocast(device) if device.type == "cuda" else contextlib.nullcontext():
@@ -254,7 +282,8 @@ def main(argv: list[str] | None = None) -> None:
     train_s = elapsed + time.time() - t0
     metrics = evaluate(head, target, heldout, args.ttt, draft_ids, args.eval_tokens, args.seq_len)
     metrics.update(train_s=train_s, train_tokens=args.steps * args.batch_size * args.seq_len,
-                   draft_vocab_coverage=float(coverage), args=vars(args), legs=legs, hidden=head.config.hidden_size)
+                   draft_vocab_coverage=float(coverage), args=vars(args), legs=legs, hidden=head.config.hidden_size,
+                   taps_text=taps_text(feature_layers(target.config.num_hidden_layers, taps), target.config.num_hidden_layers))
     save_head(head, out, metrics)
     if args.card is not None:
         mb = (out / "model.safetensors").stat().st_size / 1e6

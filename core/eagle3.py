@@ -6,7 +6,8 @@ there: `fc` fuses the target's hidden states entering layers 2, L//2 and L-3 (lo
 hidden_norm(state)] with the residual taken from the state; `norm` + `lm_head` score a reduced draft
 vocabulary, mapped back by `d2t` (target id = draft id + d2t[draft id]); `t2d` marks target ids that
 have a draft id. Both buffers are absent when the two vocabularies are equal. The token embedding is
-the target's own (frozen) and is not stored with the head.
+the target's own (frozen) and is not stored with the head. A config may name other depths for fc in
+`eagle_aux_hidden_state_layer_ids` (the field vLLM and speculators read).
 
 Entry t of the head pairs the target's fused state f_t with the next token x_{t+1} at position t, and
 its output state s_t predicts x_{t+2}. Drafting deeper, a node feeds its parent's s back in place of
@@ -34,6 +35,9 @@ class EagleConfig:
     max_position_embeddings: int = 2048
     head_dim: int | None = None
     target_hidden_size: int | None = None  # when the target is wider than the head
+    # which target hidden states fc fuses (0 = embeddings, i = input of layer i), under the name vLLM and
+    # speculators give it; None = the published default (2, L//2, L-3)
+    eagle_aux_hidden_state_layer_ids: list[int] | None = None
 
     @property
     def hd(self) -> int:
@@ -46,6 +50,7 @@ class EagleConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "EagleConfig":
         names = cls.__dataclass_fields__
+        d = {**d.get("eagle_config", {}), **d}  # some releases nest the EAGLE fields there
         cfg = cls(**{k: d[k] for k in names if k in d and d[k] is not None})
         if "draft_vocab_size" not in d:
             cfg.draft_vocab_size = cfg.vocab_size
@@ -58,9 +63,15 @@ class EagleConfig:
                 "hidden_act": "silu", "tie_word_embeddings": False, **d}
 
 
-def feature_layers(num_layers: int) -> tuple[int, int, int]:
-    """Indices into the target's hidden states (0 = embeddings) of the inputs of layers 2, L//2, L-3."""
-    return 2, num_layers // 2, num_layers - 3
+def feature_layers(num_layers: int, ids: list[int] | None = None) -> tuple[int, int, int]:
+    """Indices into the target's hidden states (0 = embeddings, i = input of layer i, L = the last layer's
+    output before the final norm) that fc fuses: `ids` when the head's config names them, else the
+    published default, the inputs of layers 2, L//2 and L-3."""
+    if ids is None:
+        return 2, num_layers // 2, num_layers - 3
+    if len(ids) != 3 or not all(0 <= int(i) <= num_layers for i in ids):
+        raise ValueError(f"eagle_aux_hidden_state_layer_ids must be three indices in 0..{num_layers}, got {list(ids)}")
+    return tuple(int(i) for i in ids)
 
 
 class RMSNorm(nn.Module):

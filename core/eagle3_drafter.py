@@ -25,7 +25,7 @@ class EagleDrafter:
 
     def __init__(self, head: EagleHead, target: CausalLM) -> None:
         self.head, self.target = head, target
-        self.taps = feature_layers(target.num_layers)
+        self.taps = feature_layers(target.num_layers, head.config.eagle_aux_hidden_state_layer_ids)
         self.draft_ids = head.draft_ids()  # (Vd,) target id of each draft id
         self.cache: KVCache | None = None
         self.fused: torch.Tensor | None = None  # (max_len, H): fc(f_t) for known positions

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.eagle3 import EagleConfig, EagleHead
+from core.eagle3 import EagleConfig, EagleHead, feature_layers
 
 
 class HeadLoadError(RuntimeError):
@@ -32,8 +32,9 @@ def _state_dict(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def load_head(folder: str | Path, target_hidden: int, target_vocab: int, device: torch.device,
-              dtype: torch.dtype) -> EagleHead:
-    """Load a head for a target of width `target_hidden` and vocabulary `target_vocab`."""
+              dtype: torch.dtype, target_layers: int | None = None) -> EagleHead:
+    """Load a head for a target of width `target_hidden`, vocabulary `target_vocab` and (when given)
+    `target_layers` layers, which the depths the head reads must lie within."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise HeadLoadError(f"'{folder}' is not a folder holding an EAGLE-3 head")
@@ -49,6 +50,11 @@ def load_head(folder: str | Path, target_hidden: int, target_vocab: int, device:
     if cfg.vocab_size != target_vocab:
         raise HeadLoadError(f"the head in '{folder}' maps to a vocabulary of {cfg.vocab_size}; "
                             f"the target's has {target_vocab}")
+    if target_layers is not None:
+        try:
+            feature_layers(target_layers, cfg.eagle_aux_hidden_state_layer_ids)
+        except ValueError as exc:
+            raise HeadLoadError(f"the head in '{folder}' does not fit a {target_layers}-layer target: {exc}") from None
     head = EagleHead(cfg)
     state = _state_dict(folder)
     wanted = head.state_dict()
@@ -81,5 +87,6 @@ def head_for(target, folder: str | Path = DEFAULT_HEAD) -> EagleHead:
     """The head in `folder` for `target`, loaded once per (folder, target) and shared read-only."""
     key = (str(Path(folder).expanduser().resolve()), target.name)
     if key not in _HEADS:
-        _HEADS[key] = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype)
+        _HEADS[key] = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype,
+                                target.num_layers)
     return _HEADS[key]

@@ -51,6 +51,30 @@ def test_a_head_of_another_width_is_refused_in_one_line(tmp_path):
     assert "hidden size 48" in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_head_naming_its_feature_layers_reads_them_and_decodes_losslessly(tmp_path, nested):
+    target = tiny_lm("llama", seed=0, num_hidden_layers=4)
+    folder = write_tiny_head(target, tmp_path / "taps", taps=[1, 2, 4], nested=nested)
+    head = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype, 4)
+    drafter = EagleDrafter(head, target)
+    assert drafter.taps == (1, 2, 4)  # 4 = the last layer's output
+    assert EagleDrafter(head_of(target, tmp_path / "default"), target).taps == (2, 2, 1)  # 2, L//2, L-3
+    prompt = [5, 17, 33, 8, 21]
+    ar = Session(target, ARMethod(), prompt, max_new_tokens=30).generate()
+    for label, name, knobs in TREES:
+        got = Session(target, build_method(name, **knobs), prompt, max_new_tokens=30,
+                      draft=EagleDrafter(head, target)).generate()
+        assert got.output_ids == ar.output_ids, label
+
+
+def test_a_head_reading_deeper_than_the_target_is_refused_in_one_line(tmp_path):
+    target = tiny_lm("llama", seed=0, num_hidden_layers=4)
+    folder = write_tiny_head(target, tmp_path / "deep", taps=[2, 4, 9])
+    with pytest.raises(HeadLoadError) as err:
+        load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype, 4)
+    assert "4-layer target" in str(err.value) and "0..4" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_a_bin_with_code_in_it_is_refused(tmp_path):
     target = tiny_lm("llama", seed=0, num_hidden_layers=4)
     folder = write_tiny_head(target, tmp_path / "evil", kind="bin")

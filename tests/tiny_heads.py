@@ -12,13 +12,15 @@ from core.model import CausalLM
 
 
 def write_tiny_head(target: CausalLM, folder: Path, draft_vocab: int | None = None, kind: str = "safetensors",
-                    seed: int = 0) -> Path:
-    """A random head for `target` over `draft_vocab` target ids (None: the full vocabulary, no d2t/t2d)."""
+                    seed: int = 0, taps: list[int] | None = None, nested: bool = False) -> Path:
+    """A random head for `target` over `draft_vocab` target ids (None: the full vocabulary, no d2t/t2d),
+    reading the target's hidden states `taps` (None: the published default), named at the config's top
+    level or, with `nested`, inside an `eagle_config` block as some releases do."""
     c = target.config
     vocab = target.vocab_size
     cfg = EagleConfig(hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,
                       num_key_value_heads=c.num_key_value_heads, intermediate_size=c.intermediate_size,
-                      vocab_size=vocab, draft_vocab_size=draft_vocab or vocab)
+                      vocab_size=vocab, draft_vocab_size=draft_vocab or vocab, eagle_aux_hidden_state_layer_ids=taps)
     torch.manual_seed(seed)
     head = EagleHead(cfg)
     with torch.no_grad():
@@ -31,7 +33,10 @@ def write_tiny_head(target: CausalLM, folder: Path, draft_vocab: int | None = No
             head.t2d.zero_()
             head.t2d[ids] = True
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(cfg.to_dict()))
+    config = cfg.to_dict()
+    if nested and taps is not None:
+        config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": config.pop("eagle_aux_hidden_state_layer_ids")}
+    (folder / "config.json").write_text(json.dumps(config))
     state = {k: v.contiguous() for k, v in head.state_dict().items()}
     if kind == "safetensors":
         save_file(state, folder / "model.safetensors")
