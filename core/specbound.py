@@ -243,21 +243,28 @@ class SpecBoundMethod:
                 block.hidden[j].append(h[j - g0])
             confs: list[LayerConfidence] = []
             exit_logits = None
-            for layer in range(1, d_max + 1):
-                stale = [j for j in range(g0) if block.kv_depth[j] < layer] if self.propagate else []
+            stops = sorted((checks | {L}) & set(range(1, d_max + 1)) | {d_max})  # layers that end a run of layers
+            layer = 0
+            while layer < d_max:
+                upto = min(ell for ell in stops if ell > layer)
+                if any(block.kv_depth[j] < upto for j in range(g0)):  # an earlier token's K/V stop short of upto:
+                    upto = layer + 1  # one layer at a time, propagating (or masking) it as each layer needs
+                stale = [j for j in range(g0) if block.kv_depth[j] <= layer] if self.propagate else []
                 if stale:
                     states = torch.stack([block.hidden[j][block.depth[j]] for j in stale])  # (n, d)
-                    propagate_kv(lm, s.tcache, layer - 1, states, block.base + torch.tensor(stale, device=lm.device))
+                    propagate_kv(lm, s.tcache, layer, states, block.base + torch.tensor(stale, device=lm.device))
                     block.propagated += len(stale)
                     for j in stale:
-                        block.kv_depth[j] = layer
-                mask = draft_mask(block, g0, g1, layer, lm.device)
-                h = lm.forward_layers(h, positions, s.tcache, block.base + g0, mask, layer - 1, layer,
-                                      rope=rope)  # (T_g, d)
-                block.layers += 1
+                        block.kv_depth[j] = layer + 1
+                mask = draft_mask(block, g0, g1, layer + 1, lm.device)
+                outs: list[torch.Tensor] = []
+                h = lm.forward_layers(h, positions, s.tcache, block.base + g0, mask, layer, upto,
+                                      hidden=outs, rope=rope)  # (T_g, d): layers layer+1..upto (1-based) at once
+                block.layers += upto - layer
+                layer = upto
                 for j in range(g0, g1):
                     block.depth[j] = block.kv_depth[j] = layer
-                    block.hidden[j].append(h[j - g0])
+                    block.hidden[j].extend(out[j - g0] for out in outs)
                 if layer not in checks and layer != L:
                     continue
                 z = heads.logits(lm, layer, h[-1:], vocab)[0]  # (V,); -inf outside the exit vocabulary
@@ -293,7 +300,8 @@ class SpecBoundMethod:
         first = x[-1] if n else L
         run: torch.Tensor | None = None
         start = n  # block tokens start.. are in the running pass; earlier ones join when their exact depth is reached
-        for i in range(first, L):
+        i = first
+        while i < L:
             new_start = start
             while new_start > 0 and x[new_start - 1] <= i:
                 new_start -= 1
@@ -304,9 +312,11 @@ class SpecBoundMethod:
                     joiners = torch.stack([block.hidden[j][i] for j in range(new_start, start)])  # (n_join, d)
                 run = joiners if run is None else torch.cat([joiners, run])
                 start = new_start
+            upto = min(L, x[start - 1]) if start else L  # the next token to join does so at layer upto
             positions = torch.arange(base + start, base + n, device=lm.device)  # (T,)
             mask = causal_mask(base + start, n - start, lm.device)  # (T, base + n)
-            run = lm.forward_layers(run, positions, cache, base + start, mask, i, i + 1)  # (T, d)
+            run = lm.forward_layers(run, positions, cache, base + start, mask, i, upto)  # (T, d): layers i..upto-1 at once
+            i = upto
         exact = [torch.stack([block.hidden[j][L] for j in range(start)])] if start else []  # computed in full
         rows = torch.cat(exact + ([run] if run is not None else []))  # (n, d)
         return rows[block.n_pending - 1:], L - first, first
