@@ -163,6 +163,55 @@ def test_cache_is_exact_after_mixed_depth_steps(tiny6):
     torch.testing.assert_close(s.tcache.v[:, :, :n], ref.v[:, :, :n], atol=1e-5, rtol=1e-4)
 
 
+def test_cache_is_exact_when_layers_between_checks_run_in_one_call(tiny6):
+    """With checks only at layers 1, 3 and 5, drafting runs layers 2-3 and 4-5 in one call unless an earlier
+    token exited below them (then one layer at a time, propagating); the cache and output stay exact."""
+    ar = Session(tiny6, ARMethod(), [5, 17, 33, 8], max_new_tokens=24).generate()
+    heads = OracleHeads(6, [3, 1, 5, 3, 1, None, 3, 3, 5, 5] * 4, ar.output_ids)
+    method = SpecBoundMethod(min_exit_layer=1, d_max=5, w_max=4, alpha=0.0, tau_exit=0.9, heads=heads,
+                             exit_layers=(1, 3, 5))
+    s = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=24)
+    heads.session = s
+    res = s.generate()
+    assert res.output_ids == ar.output_ids
+    assert {e.exit_layer for t in res.traces for e in t.exits} >= {1, 3, 5}
+    assert all(set(e.layers) <= {1, 3, 5} for t in res.traces for e in t.exits)
+    assert sum(t.specbound.kv_propagated for t in res.traces) > 0  # the one-layer-at-a-time path ran too
+    n = s.tcache.length
+    ref = tiny6.new_cache()
+    tiny6.forward(s.ids[:n], range(n), ref)
+    torch.testing.assert_close(s.tcache.k[:, :, :n], ref.k[:, :, :n], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(s.tcache.v[:, :, :n], ref.v[:, :, :n], atol=1e-5, rtol=1e-4)
+
+
+class LensAt(ExitHeads):
+    """The logit lens, sharpened by at[layer], at the layers in `at` and no confidence elsewhere: checking
+    every layer with these heads drafts what checking only `at` does, one layer per call."""
+
+    def __init__(self, num_layers: int, at: dict[int, float]) -> None:
+        super().__init__(num_layers, 32, rank=0)
+        self.at = at
+
+    def logits(self, lm, layer, h, vocab=None):
+        return lm.head(h) * self.at[layer] if layer in self.at else torch.zeros(h.shape[0], V)
+
+
+def test_layers_run_in_one_call_draft_what_one_call_per_layer_drafts(tiny6):
+    """Drafting with checks at layers 2 and 4 (layers 1-2 and 3-4 run in one call each where no earlier
+    token's K/V stop short) sees the same states as checking every layer, one call each, would."""
+    def steps(exit_layers):
+        method = SpecBoundMethod(alpha=0.0, tau_exit=0.3, min_exit_layer=1, d_max=5, w_max=6,
+                                 heads=LensAt(6, {2: 3.0, 4: 8.0}), exit_layers=exit_layers)
+        return Session(tiny6, method, [5, 17, 33, 8, 21], max_new_tokens=40).generate().traces
+    merged, single = steps((2, 4)), steps("all")
+    seen = lambda traces: [(e.exit_layer, [round(c, 5) for c, ell in zip(e.annealed_conf, e.layers) if ell in (2, 4)],
+                            [t for t, ell in zip(e.top_ids, e.layers) if ell in (2, 4)])
+                           for t in traces for e in t.exits]
+    assert seen(merged) == seen(single)
+    assert {e.exit_layer for t in merged for e in t.exits} >= {2, 4}  # both depths, so K/V were propagated
+    assert sum(t.specbound.kv_propagated for t in merged) > 0
+
+
 @pytest.mark.parametrize("family", ["qwen3", "mistral"])
 def test_greedy_equivalence_other_families(family):
     lm = tiny_lm(family, seed=1, num_hidden_layers=4)
