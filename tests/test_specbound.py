@@ -145,6 +145,15 @@ class OracleHeads(ScriptedHeads):
         return z[:, (torch.arange(V) - tok + DRAFT_TOKEN) % V]  # move the planned peak onto tok
 
 
+def assert_cache_exact(lm, s: Session) -> None:
+    """Every committed slot's K/V equals a plain full forward's over the same tokens."""
+    n = s.tcache.length
+    ref = lm.new_cache()
+    lm.forward(s.ids[:n], range(n), ref)
+    torch.testing.assert_close(s.tcache.k[:, :, :n], ref.k[:, :, :n], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(s.tcache.v[:, :, :n], ref.v[:, :, :n], atol=1e-5, rtol=1e-4)
+
+
 def test_cache_is_exact_after_mixed_depth_steps(tiny6):
     """After steps whose drafted tokens exited at different depths, every committed slot's K/V equals a
     plain full forward's, and the output equals AR."""
@@ -156,11 +165,7 @@ def test_cache_is_exact_after_mixed_depth_steps(tiny6):
     res = s.generate()
     assert res.output_ids == ar.output_ids
     assert sum(t.accepted for t in res.traces) >= 8  # deep layers of accepted drafts were really checked
-    n = s.tcache.length
-    ref = tiny6.new_cache()
-    tiny6.forward(s.ids[:n], range(n), ref)
-    torch.testing.assert_close(s.tcache.k[:, :, :n], ref.k[:, :, :n], atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(s.tcache.v[:, :, :n], ref.v[:, :, :n], atol=1e-5, rtol=1e-4)
+    assert_cache_exact(tiny6, s)
 
 
 def test_cache_is_exact_when_layers_between_checks_run_in_one_call(tiny6):
@@ -177,11 +182,7 @@ def test_cache_is_exact_when_layers_between_checks_run_in_one_call(tiny6):
     assert {e.exit_layer for t in res.traces for e in t.exits} >= {1, 3, 5}
     assert all(set(e.layers) <= {1, 3, 5} for t in res.traces for e in t.exits)
     assert sum(t.specbound.kv_propagated for t in res.traces) > 0  # the one-layer-at-a-time path ran too
-    n = s.tcache.length
-    ref = tiny6.new_cache()
-    tiny6.forward(s.ids[:n], range(n), ref)
-    torch.testing.assert_close(s.tcache.k[:, :, :n], ref.k[:, :, :n], atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(s.tcache.v[:, :, :n], ref.v[:, :, :n], atol=1e-5, rtol=1e-4)
+    assert_cache_exact(tiny6, s)
 
 
 class LensAt(ExitHeads):
