@@ -5,6 +5,11 @@
 (the defaults are the shipped recipe: ~62 min for the target, ~27 min for the draft on 2 CPU cores; the
 shipped draft got its 2000 steps in two legs, 1000 + 1000: see assets/models/README.md)
 
+    python -m cli.train_embedded --target-from FOLDER --out OUT --work WORK
+
+distills a draft, by the same recipe, from a target trained elsewhere (e.g. continued by
+cli/train_layerskip.py), which is copied to OUT/target whole (its exit heads and notes too).
+
 Every stage checkpoints into --work and resumes from there when run again with the same
 arguments. Batches are drawn from a generator seeded by (seed, step), so a resumed run sees
 the same data as an uninterrupted one. CUDA is used when present; on CPU the matmuls run
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -159,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--draft-steps", type=int, default=2000)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--target-from", default=None, help="a trained target folder to distill the draft from "
+                    "(its tokenizer too) instead of training one")
     args = ap.parse_args(argv)
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
@@ -168,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     train_texts = [f.read() for f in train_files]
     tok_dir = work / "tokenizer"
     t = time.time()
-    if (tok_dir / "tokenizer.json").exists():
+    if args.target_from is not None:
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(args.target_from)
+    elif (tok_dir / "tokenizer.json").exists():
         tokenizer = PreTrainedTokenizerFast.from_pretrained(tok_dir)
     else:
         tokenizer = train_tokenizer(train_texts, args.vocab_size, tok_dir)
@@ -182,7 +192,10 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     cfg = model_config(tokenizer, args.target_layers, args.hidden, args.ffn, args.ctx)
     t = time.time()
-    target = run_training("target", LlamaForCausalLM(cfg), data, args, args.target_steps, args.lr)
+    if args.target_from is not None:
+        target = LlamaForCausalLM.from_pretrained(args.target_from, dtype=torch.float32).to(pick_device(args.device))
+    else:
+        target = run_training("target", LlamaForCausalLM(cfg), data, args, args.target_steps, args.lr)
     timings["target_s"] = time.time() - t
 
     torch.manual_seed(args.seed + 1)
@@ -195,7 +208,10 @@ def main(argv: list[str] | None = None) -> None:
     draft = run_training("draft", draft, data, args, args.draft_steps, args.lr, teacher=target)
     timings["draft_s"] = time.time() - t
 
-    export(target, tokenizer, out / "target")
+    if args.target_from is not None:
+        shutil.copytree(args.target_from, out / "target", dirs_exist_ok=True)
+    else:
+        export(target, tokenizer, out / "target")
     export(draft, tokenizer, out / "draft")
     metrics = heldout_metrics(out / "target", out / "draft", heldout_files, tokenizer)
     metrics.update(
