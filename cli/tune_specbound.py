@@ -1,11 +1,13 @@
 """Measure SpecBound knob settings against AR on held-out prompts (how the defaults were chosen).
 
-    python -m cli.tune_specbound [--model PATH] [--prompts FILE] [--n 12] [--max-new-tokens 64]
+    python -m cli.tune_specbound [--model PATH] [--prompts FILE] [--n 12] [--max-new-tokens 64] [--repeat 1]
         [--grid alpha=0,1,2 tau_exit=0.5,0.7 d_max=6,8 w_max=6,10 min_exit_layer=2,3]
 
 Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),
 modelled R = MAT / (1 + δ), the share of layer passes saved against AR, drafted-token acceptance,
-head evaluations per token, and the wall-clock speed-up over AR measured in the same run.
+head evaluations per token, and the wall-clock speed-up over AR measured in the same run. With --repeat R,
+AR and every setting run R times, interleaved (every other pass in reverse order), and the speed-up is over
+summed times: settings a few per cent apart swap places from run to run on a noisy machine otherwise.
 """
 from __future__ import annotations
 
@@ -86,31 +88,39 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--choose-exit-layers", action="store_true",
                     help="measure every single exit layer from the lowest to d_max and every layer together (at the "
                          "grid's first setting), and store the fastest set with the heads as SpecBound's default")
+    ap.add_argument("--repeat", type=int, default=1, help="passes over AR and every setting, interleaved")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        raise SystemExit("error: --repeat must be at least 1")
     lm = load_model(args.model, "cpu")
     prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
-    ar_results, ar_wall = run(lm, ARMethod(), prompts, args.max_new_tokens)
-    ar_ms = 1000 * ar_wall / sum(len(r.output_ids) for r in ar_results)
-    print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
-          f"{args.max_new_tokens} new tokens; AR {ar_ms:.1f} ms/token")
-    print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
     grid = parse_grid(args.grid)
     if args.choose_exit_layers:
         base = {**DEFAULTS, **grid[0]}
         sets = [str(ell) for ell in range(base["min_exit_layer"], min(base["d_max"], lm.num_layers) + 1)] + ["all"]
         grid = [{**grid[0], "exit_layers": layers} for layers in sets]
+    ar_ms, ms = 0.0, [0.0] * len(grid)  # summed over passes
+    rows: list[Row | None] = [None] * len(grid)
+    for k in range(args.repeat):
+        ar_results, ar_wall = run(lm, ARMethod(), prompts, args.max_new_tokens)
+        ar_ms += 1000 * ar_wall / sum(len(r.output_ids) for r in ar_results)
+        for i in range(len(grid)) if k % 2 == 0 else reversed(range(len(grid))):
+            rows[i] = measure(lm, grid[i], prompts, args.max_new_tokens)
+            ms[i] += rows[i].ms_per_token
+    print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
+          f"{args.max_new_tokens} new tokens, {args.repeat} pass(es); AR {ar_ms / args.repeat:.1f} ms/token")
+    print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
     speed = {}
-    for setting in grid:
-        row = measure(lm, setting, prompts, args.max_new_tokens)
+    for setting, row, t in zip(grid, rows, ms):
         shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **setting}.items())
-        speed[setting.get("exit_layers", "default")] = speedup(ar_ms, row.ms_per_token)
+        speed[setting.get("exit_layers", "default")] = speedup(ar_ms, t)
         print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
-              f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, row.ms_per_token):6.2f}", flush=True)
+              f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, t):6.2f}", flush=True)
     if args.choose_exit_layers:
         best = max(speed, key=speed.get)
         layers = list(range(1, lm.num_layers + 1)) if best == "all" else [int(x) for x in best.split(";")]
         measured = {"speedup_over_ar": {k: round(v, 3) for k, v in speed.items()}, "prompts": len(prompts),
-                    "max_new_tokens": args.max_new_tokens,
+                    "max_new_tokens": args.max_new_tokens, "repeat": args.repeat,
                     "knobs": {k: v for k, v in grid[0].items() if k != "exit_layers"}}
         try:
             where = store_exit_layers(lm, layers, measured)

@@ -1,6 +1,9 @@
+"""SpecBound: ACT exit rule, d_max / w_max bounds, exact (greedy-equivalent, lossless) verification."""
 import json
 import math
-"""SpecBound: ACT exit rule, d_max / w_max bounds, exact (greedy-equivalent, lossless) verification."""
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -330,3 +333,16 @@ def test_the_exit_layers_stored_with_the_heads_are_the_default_and_all_overrides
         checked[given] = Session(target, method, prompt, max_new_tokens=4).step().specbound.exit_layers
     assert checked[None] == [ell for ell in stored if 2 <= ell <= 4]  # within min exit layer .. d_max
     assert checked["all"] == [2, 3, 4] and checked["2;3"] == [2, 3]
+
+
+def test_choosing_exit_layers_over_repeated_passes_stores_the_choice_and_its_passes(tmp_path, capsys):
+    from cli.tune_specbound import main as tune
+    model = tmp_path / "target"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "assets" / "models" / "target", model)
+    tune(["--model", str(model), "--n", "1", "--max-new-tokens", "6", "--choose-exit-layers", "--repeat", "2"])
+    stored = json.loads((model / "exit_heads.json").read_text())
+    measured = stored["exit_layers_measured"]
+    assert measured["repeat"] == 2 and set(measured["speedup_over_ar"]) == {"2", "3", "4", "all"}
+    best = max(measured["speedup_over_ar"], key=measured["speedup_over_ar"].get)
+    assert stored["exit_layers"] == (list(range(1, 13)) if best == "all" else [int(best)])
+    assert "2 pass(es)" in capsys.readouterr().out

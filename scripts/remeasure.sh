@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Re-run the commands behind README's tables on this machine, one after another (give it the machine to
+# itself: OMP_NUM_THREADS=1, nothing else running), each section's output in OUT/<section>.txt.
+# Use it after anything that moves the numbers: new embedded models, a faster engine, another machine.
+#   bash scripts/remeasure.sh OUT [section ...]
+# Sections (all when none is named), roughly in minutes on the 2-core CPU:
+#   drafters (10)  methods × drafters and transformers' peers (README "Methods × drafters", docs/bench/drafters.md)
+#   acceptance (3) the drafters' first-token acceptance in decoding (chain γ = 1, 40 prompts)
+#   cost (2)       the cost curves auto uses (README "What a step costs here")
+#   shape (20)     the tree-shape sweeps on the head, the draft LM and lookup (docs/bench/shape.md)
+#   n60 (8)        TALON vs the static tree at N = 60 on the head (docs/bench/n60_head.md)
+#   auto (50)      auto beside fixed budgets, two runs of --repeat 2 (docs/bench/auto_session9.md)
+#   contract (2)   AR vs chain through cli.generate + cli.summarize
+#   specbound (6)  exit layers re-chosen (writes exit_heads.json), then the ablation table (docs/bench/specbound.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
+shift
+sections=("$@")
+[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound)
+mkdir -p "$out"
+export OMP_NUM_THREADS=1
+P=(--prompts assets/prompts/heldout.jsonl --max-new-tokens 64)
+bench() { python -m cli.bench "${P[@]}" "$@"; }
+
+for s in "${sections[@]}"; do
+  echo "== $s ($(date -u +%H:%M:%S))"
+  case $s in
+    drafters)
+      bench --limit 12 --methods ar,chain@model,chain@eagle3,chain@lookup,static@model,static@eagle3,talon@model,talon@eagle3,talon@lookup,talon@model:shape_temperature=0.5,talon@eagle3:shape_temperature=0.5,static@eagle3:N=12:K=2:mu=0.1:shape_temperature=0.5,talon@model:N=12:K=2:mu=0.1:shape_temperature=0.5,talon@eagle3:N=12:K=2:mu=0.1:shape_temperature=0.5,talon@lookup:N=12:K=2:mu=0.1:shape_temperature=0.5 \
+        --peers --peer-exit-layers 2,4,6,8 --points docs/bench/points.json ;;
+    acceptance)
+      bench --limit 40 --methods ar,chain@eagle3:gamma=1,chain@model:gamma=1 ;;
+    cost)
+      for d in eagle3 model; do python -m cli.cost_curve --drafter "$d"; done ;;
+    shape)
+      M=ar,chain@eagle3
+      for T in 0.5 0.7; do for K in 2 3 4; do for mu in 0.03 0.1 0.2; do for N in 12 16 24; do
+        M=$M,talon@eagle3:N=$N:K=$K:mu=$mu:shape_temperature=$T; done; done; done; done
+      bench --limit 12 --methods "$M"
+      M=ar,chain@model,chain@lookup
+      for T in 0.5 1.0; do for K in 2 3 4; do for mu in 0.03 0.1; do for N in 8 12 16; do
+        M=$M,talon@model:N=$N:K=$K:mu=$mu:shape_temperature=$T; done; done; done; done
+      for K in 2 3 10; do for mu in 0.03 0.1; do for N in 4 8 12; do M=$M,talon@lookup:N=$N:K=$K:mu=$mu; done; done; done
+      bench --limit 12 --methods "$M" ;;
+    n60)
+      M=ar
+      for T in 0.5 0.7; do for K in 4 10; do
+        for mu in 0.03 0.1 0.2; do M=$M,talon@eagle3:N=60:K=$K:mu=$mu:shape_temperature=$T; done
+        M=$M,static@eagle3:N=60:K=$K:shape_temperature=$T
+      done; done
+      M=$M,static@eagle3:N=60:K=4,static@eagle3:N=60:K=6:shape_temperature=0.5,talon@eagle3:N=60:K=6:mu=0.1:shape_temperature=0.5,talon@eagle3:N=60:K=10:mu=0.1:k_init=2:shape_temperature=0.5
+      bench --limit 12 --methods "$M" ;;
+    auto)
+      M=ar
+      for D in model eagle3 lookup; do
+        for N in 4 6 8 12 16; do M=$M,talon@$D:N=$N; done
+        M=$M,talon@$D:N=6:mu=0.03,talon@$D:N=8:mu=0.03,talon@$D:N=6:mu=0.2,talon@$D:N=8:mu=0.2,talon@$D:N=96:auto=1,talon@$D:N=60:K=10:mu=0.03:shape_temperature=1
+      done
+      M=$M,static@eagle3:N=8,static@eagle3:N=12,static@eagle3:N=96:auto=1,static@eagle3:N=60:K=10:shape_temperature=0.5
+      for run in A B; do echo "-- run $run"; bench --limit 12 --preset embedded --repeat 2 --methods "$M"; done ;;
+    contract)
+      tmp=$(mktemp -d)
+      for m in ar chain; do python -m cli.generate --method $m --drafter model --prompts assets/prompts/heldout.jsonl > "$tmp/$m.jsonl"; done
+      python -m cli.summarize "$tmp/ar.jsonl" "$tmp/chain.jsonl" ;;
+    specbound)
+      python -m cli.tune_specbound --n 12 --max-new-tokens 64 --choose-exit-layers --repeat 2
+      bench --limit 12 --methods ar,specbound,specbound:exit_layers=all,specbound:exit_layers=3,specbound:exit_vocab=0,specbound:exit_vocab=1024,specbound:alpha=0,specbound:alpha=0:exit_layers=all,specbound:d_max=12,specbound:d_max=12:exit_layers=all,specbound:w_max=0 ;;
+    *) echo "unknown section: $s" >&2; exit 2 ;;
+  esac > "$out/$s.txt" 2>&1
+  tail -n 3 "$out/$s.txt"
+done
