@@ -30,7 +30,7 @@ from tqdm import tqdm
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from cli.corpus import source_files, split
-from cli.train_utils import autocast, batch, heldout_metrics, set_lr
+from cli.train_utils import autocast, batch, encode_texts, heldout_metrics, set_lr
 from core.device import pick_device
 
 EOT = "<|endoftext|>"
@@ -64,16 +64,6 @@ def with_start_token(tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerF
     tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{EOT} $A", pair=f"{EOT} $A {EOT} $B", special_tokens=[(EOT, eot)])
     return tokenizer
-
-
-def encode_corpus(tokenizer: PreTrainedTokenizerFast, texts: list[str]) -> np.ndarray:
-    """One uint16 stream: file, EOT, file, EOT, ..."""
-    eot = tokenizer.convert_tokens_to_ids(EOT)
-    ids: list[int] = []
-    for text in tqdm(texts, desc="encode", unit="file"):
-        ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
-        ids.append(eot)
-    return np.asarray(ids, dtype=np.uint16)
 
 
 def model_config(tokenizer: PreTrainedTokenizerFast, layers: int, hidden: int, ffn: int, ctx: int) -> LlamaConfig:
@@ -184,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         tokenizer = train_tokenizer(train_texts, args.vocab_size, tok_dir)
     data_path = work / "train_ids.npy"
     if not data_path.exists():
-        np.save(data_path, encode_corpus(tokenizer, train_texts))
+        np.save(data_path, encode_texts(tokenizer, train_texts))
     data = np.load(data_path)
     timings["tokenizer_and_encode_s"] = time.time() - t
     print(f"corpus: {len(train_files)} train files, {len(data):,} tokens; {len(heldout_files)} held-out files")

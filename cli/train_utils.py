@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -94,13 +95,18 @@ def write_card(path: Path, section: str, start: str, end: str) -> None:
     path.write_text(text)
 
 
-def encode(tokenizer: PreTrainedTokenizerFast, files: list) -> np.ndarray:
+def encode_texts(tokenizer: PreTrainedTokenizerFast, texts: Iterable[str], total: int | None = None) -> np.ndarray:
+    """One uint16 stream: text, EOT, text, EOT, ... (the layout every trainer here reads)."""
     eot = tokenizer.eos_token_id
     ids: list[int] = []
-    for f in tqdm(files, desc="encode", unit="file"):
-        ids.extend(tokenizer(f.read(), add_special_tokens=False)["input_ids"])
+    for text in tqdm(texts, desc="encode", unit="file", total=total):
+        ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
         ids.append(eot)
     return np.asarray(ids, dtype=np.uint16)
+
+
+def encode(tokenizer: PreTrainedTokenizerFast, files: list) -> np.ndarray:
+    return encode_texts(tokenizer, (f.read() for f in files), len(files))
 
 
 def corpus(tokenizer: PreTrainedTokenizerFast, work: Path) -> tuple[np.ndarray, np.ndarray]:
