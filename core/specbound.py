@@ -230,6 +230,7 @@ class SpecBoundMethod:
         lm = s.target
         L = lm.num_layers
         checks = self._checks(heads, d_max, min_exit)
+        stops = sorted((checks | {L}) & set(range(1, d_max + 1)) | {d_max})  # layers that end a run of layers
         vocab = exit_vocab(lm, self.exit_vocab)  # (V_exit,) sorted ids, or None: every token
         g0, g1 = 0, len(block.tokens)
         while True:
@@ -243,7 +244,6 @@ class SpecBoundMethod:
                 block.hidden[j].append(h[j - g0])
             confs: list[LayerConfidence] = []
             exit_logits = None
-            stops = sorted((checks | {L}) & set(range(1, d_max + 1)) | {d_max})  # layers that end a run of layers
             layer = 0
             while layer < d_max:
                 upto = min(ell for ell in stops if ell > layer)
