@@ -70,7 +70,33 @@ def bpb_row(m: dict) -> str:
             f"{m['draft_heldout_ce'] * per:.3f} |\n")
 
 
-def render(m: dict, work: Path) -> str:
+def legs_text(ls: dict) -> str:
+    """'in 2 legs (--steps 1200, then resumed with --steps 3000 on a new cosine) ' when it was resumed."""
+    legs = ls.get("legs", [])
+    if len(legs) < 2:
+        return ""
+    steps = ", then resumed with ".join(f"--steps {g['steps']}" for g in legs)
+    return f"in {len(legs)} legs ({steps}, each on a cosine of its own) "
+
+
+def layerskip_note(ls: dict, base_cmd: str) -> str:
+    """The target's second stage (cli/train_layerskip.py), from the layerskip.json it wrote beside the model."""
+    b, a, g = ls["before"], ls["after"], ls["args"]
+    depth = min(4, len(a["lens_agreement"])) - 1
+    return (f"- Target: trained by `{base_cmd}` (whose draft is not shipped), then continued by "
+            f"`python -m cli.train_layerskip --model OUT/target --out .cache/ls_target3000 --steps {g['steps']} "
+            f"--p-max {g['p_max']} --exit-weight {g['exit_weight']} --lr {g['lr']} --seed {g['seed']}` "
+            f"{legs_text(ls)}({ls['train_s'] / 60:.1f} min): layer dropout rising with depth to p_max at the last layer and an early-exit "
+            f"cross-entropy through the final norm and tied LM head, so that SpecBound's shallow layers are worth exiting "
+            f"from. Held-out ({b['heldout_tokens']:,} tokens): final-layer CE {b['final_ce']:.3f} → {a['final_ce']:.3f}; "
+            f"logit-lens top-1 agreement with the last layer after layer {depth + 1} "
+            f"{b['lens_agreement'][depth]:.2f} → {a['lens_agreement'][depth]:.2f}. "
+            f"Every step in order, with times: `docs/bench/layerskip.md`.\n")
+
+
+def render(m: dict, work: Path, layerskip: dict | None = None) -> str:
+    """The card's head; `layerskip` (the target's layerskip.json) when the draft was distilled from a target
+    trained further by cli/train_layerskip.py (`--target-from`)."""
     a = m["args"]
     train_target = last_losses(work / "target.log.jsonl")
     train_draft = last_losses(work / "draft.log.jsonl")
@@ -80,6 +106,17 @@ def render(m: dict, work: Path) -> str:
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
     note = history_note(m)
     legs = f"\n  {note}" if note else ""
+    target_training = f"{a['target_steps']} steps, {tokens_seen(m, 'target') / 1e6:.1f} M tokens, next-token CE"
+    target_minutes = fmt(train_minutes(work / 'target.log.jsonl')) + " min"
+    target_note = ""
+    if a.get("target_from") and layerskip is not None:
+        base_cmd = cmd.replace("--out assets/models", "--out OUT").replace(f"--work {a['work']}", "--work .cache/train_base")
+        cmd = (f"python -m cli.train_embedded --target-from .cache/ls_target3000 --out assets/models --work {a['work']} "
+               f"--draft-steps {a['draft_steps']} --batch-size {a['batch_size']} --seq-len {a['seq_len']} --lr {a['lr']} "
+               f"--seed {a['seed']}")
+        target_training += f", then {layerskip['args']['steps']} steps of LayerSkip training (below)"
+        target_minutes = f"{layerskip['train_s'] / 60:.1f} min (LayerSkip stage)"
+        target_note = layerskip_note(layerskip, base_cmd)
     return f"""# Embedded models of SpecScope
 
 Two causal LMs on one byte-level BPE tokenizer, trained on this repository's machine by
@@ -92,10 +129,10 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
 | parameters | {m['target_params'] / 1e6:.2f} M | {m['draft_params'] / 1e6:.2f} M |
 | weights on disk | {m['target_mb']:.1f} MB | {m['draft_mb']:.1f} MB |
 | context | {a['ctx']} tokens | {a['ctx']} tokens |
-| training | {a['target_steps']} steps, {tokens_seen(m, 'target') / 1e6:.1f} M tokens, next-token CE | {a['draft_steps']} steps, {tokens_seen(m, 'draft') / 1e6:.1f} M tokens, distilled from the target (KL + 0.1·CE), embedding initialised from the target |
+| training | {target_training} | {a['draft_steps']} steps, {tokens_seen(m, 'draft') / 1e6:.1f} M tokens, distilled from the target (KL + 0.1·CE), embedding initialised from the target |
 | train loss (last 50 steps, nats/token) | {fmt(train_target)} | {fmt(train_draft)} |
 | **held-out cross-entropy** (nats/token) | **{m['target_heldout_ce']:.3f}** | **{m['draft_heldout_ce']:.3f}** |
-{bpb_row(m)}| training wall time (all legs, 2 CPU cores) | {fmt(train_minutes(work / 'target.log.jsonl'))} min | {fmt(train_minutes(work / 'draft.log.jsonl'))} min |
+{bpb_row(m)}| training wall time (all legs, 2 CPU cores) | {target_minutes} | {fmt(train_minutes(work / 'draft.log.jsonl'))} min |
 
 - **Draft–target greedy agreement on held-out text: {m['draft_greedy_agreement'] * 100:.1f}%** of
   {m['heldout_tokens']:,} positions (the draft's argmax equals the target's).
@@ -104,7 +141,7 @@ Two causal LMs on one byte-level BPE tokenizer, trained on this repository's mac
   {m['train_tokens']:,} tokens; `encodings/`, `pydoc_data/` and files over 400 kB skipped). Held out: every file
   whose SHA-1 of its relative path is 0 mod 25 (`cli/corpus.py`), test suites excluded from the held-out set:
   {len(m['heldout_files'])} files — {', '.join(m['heldout_files'])}.
-- Machine: 2 CPU cores (AVX-512-BF16), bf16 autocast for the matmuls, fp32 master weights, AdamW
+{target_note}- Machine: 2 CPU cores (AVX-512-BF16), bf16 autocast for the matmuls, fp32 master weights, AdamW
   (β = 0.9, 0.95, weight decay 0.1), cosine schedule to 10% with warm-up, gradient clipping at 1.
 - Reproduce: `{cmd}` (checkpoints in `--work` make it resumable; the data order depends only on seed and step).{legs}
   The prompts in `assets/prompts/heldout.jsonl` come from `python -m cli.make_prompts`.
@@ -119,7 +156,9 @@ def main() -> None:
     if card.exists() and KEEP_FROM in card.read_text():
         text = card.read_text()
         kept = "\n" + text[text.index(KEEP_FROM):]
-    card.write_text(render(m, Path(m["args"]["work"])) + kept)
+    ls_path = models / "target" / "layerskip.json"
+    layerskip = json.loads(ls_path.read_text()) if ls_path.exists() else None
+    card.write_text(render(m, Path(m["args"]["work"]), layerskip) + kept)
     print(f"wrote {card}")
 
 

@@ -33,3 +33,20 @@ def test_reproduce_command_carries_every_shape_knob(tmp_path):
 def test_weights_fit_the_budget():
     total = sum(p.stat().st_size for p in MODELS.rglob("*.safetensors"))
     assert total <= 40e6
+
+
+def test_card_of_a_layerskip_target_says_both_stages(tmp_path):
+    """A draft distilled from a LayerSkip-trained target (`--target-from`): the card gives the base target's
+    command, the LayerSkip stage with its legs and held-out effect, and the draft's own command."""
+    metrics = json.loads((MODELS / "metrics.json").read_text())
+    metrics["args"]["target_from"] = ".cache/ls_target3000"
+    ls = {"before": {"heldout_tokens": 32768, "final_ce": 4.6, "lens_agreement": [0.1, 0.15, 0.18, 0.2, 1.0]},
+          "after": {"heldout_tokens": 32768, "final_ce": 4.4, "lens_agreement": [0.2, 0.3, 0.4, 0.47, 1.0]},
+          "train_s": 600.0, "legs": [{"start": 0, "steps": 1200}, {"start": 1200, "steps": 3000}],
+          "args": {"steps": 3000, "p_max": 0.1, "exit_weight": 1.0, "lr": 0.0005, "seed": 0}}
+    text = render(metrics, tmp_path, ls)
+    assert "python -m cli.train_layerskip --model OUT/target" in text and "--p-max 0.1" in text
+    assert "in 2 legs (--steps 1200, then resumed with --steps 3000" in text
+    assert "final-layer CE 4.600 → 4.400" in text and "after layer 4 0.20 → 0.47" in text
+    assert "--target-from .cache/ls_target3000 --out assets/models" in text
+    assert f"--target-steps {metrics['args']['target_steps']}" in text
