@@ -83,7 +83,7 @@ D_MAX = Knob("d_max", "d_max (depth bound)", int, 4, "a token needing more than 
 W_MAX = Knob("w_max", "w_max (width bound)", int, 8, "at most w_max tokens drafted before verification (0: unbounded)",
              0, None, ui_min=1, ui_max=32)
 MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 2, "first layer allowed to exit", 1, None, ui_max=64)
-EXIT_VOCAB = Knob("exit_vocab", "V_exit (exit vocabulary)", int, 2048, "exit checks score only the V_exit most "
+EXIT_VOCAB = Knob("exit_vocab", "V_exit (exit vocabulary)", int, 1024, "exit checks score only the V_exit most "
                   "frequent tokens of the heads' training text, when the heads come with that order (0: every "
                   "token); a token outside them cannot exit early, and the output is unchanged", 0, None)
 EXIT_LAYERS = Knob("exit_layers", "exit layers", str, None, "layers with an exit check, e.g. 2,4 (default: the set "

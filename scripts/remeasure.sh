@@ -3,15 +3,15 @@
 # itself: OMP_NUM_THREADS=1, nothing else running), each section's output in OUT/<section>.txt.
 # Use it after anything that moves the numbers: new embedded models, a faster engine, another machine.
 #   bash scripts/remeasure.sh OUT [section ...]
-# Sections (all when none is named), roughly in minutes on the 2-core CPU:
-#   drafters (10)  methods × drafters and transformers' peers (README "Methods × drafters", docs/bench/drafters.md)
-#   acceptance (3) the drafters' first-token acceptance in decoding (chain γ = 1, 40 prompts)
-#   cost (2)       the cost curves auto uses (README "What a step costs here")
-#   shape (20)     the tree-shape sweeps on the head, the draft LM and lookup (docs/bench/shape.md)
-#   n60 (8)        TALON vs the static tree at N = 60 on the head (docs/bench/n60_head.md)
-#   auto (50)      auto beside fixed budgets, two runs of --repeat 2 (docs/bench/auto_session9.md)
-#   contract (2)   AR vs chain through cli.generate + cli.summarize
-#   specbound (6)  exit layers re-chosen (writes exit_heads.json), then the ablation table (docs/bench/specbound.md)
+# Sections (all when none is named), roughly in minutes on the 2-core Intel Xeon VM (27 in all in session 11):
+#   drafters (2)   methods × drafters and transformers' peers (README "Methods × drafters", docs/bench/drafters.md)
+#   acceptance (1) the drafters' first-token acceptance in decoding (chain γ = 1, 40 prompts)
+#   cost (1)       the cost curves auto uses (README "What a step costs here")
+#   shape (7)      the tree-shape sweeps on the head, the draft LM and lookup (docs/bench/shape.md)
+#   n60 (2)        TALON vs the static tree at N = 60 on the head (docs/bench/n60_head.md)
+#   auto (13)      auto beside fixed budgets, two runs of --repeat 2 (docs/bench/auto.md)
+#   contract (1)   AR vs chain through cli.generate + cli.summarize
+#   specbound (2)  exit layers re-chosen (writes exit_heads.json), then the ablation table (docs/bench/specbound.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
@@ -65,7 +65,7 @@ for s in "${sections[@]}"; do
       python -m cli.summarize "$tmp/ar.jsonl" "$tmp/chain.jsonl" ;;
     specbound)
       python -m cli.tune_specbound --n 12 --max-new-tokens 64 --choose-exit-layers --repeat 2
-      bench --limit 12 --methods ar,specbound,specbound:exit_layers=all,specbound:exit_layers=3,specbound:exit_vocab=0,specbound:exit_vocab=1024,specbound:alpha=0,specbound:alpha=0:exit_layers=all,specbound:d_max=12,specbound:d_max=12:exit_layers=all,specbound:w_max=0 ;;
+      bench --limit 12 --methods ar,specbound,specbound:exit_layers=all,specbound:exit_layers=3,specbound:exit_vocab=0,specbound:exit_vocab=2048,specbound:alpha=0,specbound:alpha=0:exit_layers=all,specbound:d_max=12,specbound:d_max=12:exit_layers=all,specbound:w_max=0 ;;
     *) echo "unknown section: $s" >&2; exit 2 ;;
   esac > "$out/$s.txt" 2>&1
   tail -n 3 "$out/$s.txt"
