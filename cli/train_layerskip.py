@@ -105,13 +105,16 @@ def main(argv: list[str] | None = None) -> None:
     before = lens_metrics(model, heldout, args.eval_tokens, args.seq_len)
     print("before:", json.dumps(before))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
-    ckpt, start, elapsed = work / "layerskip.ckpt", 0, 0.0
+    ckpt, start, elapsed, legs = work / "layerskip.ckpt", 0, 0.0, []
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
-        start, elapsed = state["step"], state["elapsed_s"]
+        start, elapsed, legs = state["step"], state["elapsed_s"], state.get("legs", [])
         print(f"resuming at step {start}")
+    if start < args.steps:  # each (re)start with its own cosine, for the model card
+        legs.append({"start": start, "steps": args.steps, "lr": args.lr, "p_max": args.p_max,
+                     "exit_weight": args.exit_weight})
     probs = drop_probs(L, args.p_max)
     model.train()
     t0 = time.time()
@@ -138,11 +141,12 @@ def main(argv: list[str] | None = None) -> None:
         bar.set_postfix(loss=f"{loss.item():.3f}", ce=f"{ce.item():.3f}")
         if (step + 1) % 50 == 0 or step + 1 == args.steps:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
-                        "elapsed_s": elapsed + time.time() - t0}, ckpt)
+                        "elapsed_s": elapsed + time.time() - t0, "legs": legs}, ckpt)
     after = lens_metrics(model, heldout, args.eval_tokens, args.seq_len)
     model.to(torch.float16).save_pretrained(out, safe_serialization=True)  # fp16, as the embedded models ship
     tokenizer.save_pretrained(out)  # the starting model's, with its start-token rule
-    report = {"before": before, "after": after, "train_s": elapsed + time.time() - t0, "args": vars(args)}
+    report = {"before": before, "after": after, "train_s": elapsed + time.time() - t0, "legs": legs,
+              "args": vars(args)}
     (out / "layerskip.json").write_text(json.dumps(report, indent=2))
     print(json.dumps({k: v for k, v in report.items() if k != "args"}, indent=2))
 

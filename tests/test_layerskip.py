@@ -31,3 +31,35 @@ def test_the_layer_by_layer_forward_is_the_models_own_and_a_skipped_layer_passes
         del m.layers[1]  # the same model without layer 1 (its layer_idx gaps do not matter without a cache)
         model.config.num_hidden_layers = 3
         assert torch.allclose(skipped, model(input_ids=x, use_cache=False).logits, atol=1e-5)
+
+
+def test_a_resumed_run_records_each_leg_and_the_card_says_so(tmp_path):
+    """Two legs on a tiny Llama and a tiny cached corpus: the second resumes from the first's checkpoint on
+    a cosine of its own; layerskip.json lists both, and the model card's LayerSkip note names them."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    import numpy as np
+
+    import cli.train_layerskip as tl
+    from cli.model_card import legs_text
+
+    embedded = Path(__file__).resolve().parent.parent / "assets" / "models" / "target"
+    start = tmp_path / "start"
+    tiny_hf("llama", num_hidden_layers=3, vocab_size=8192, hidden_size=64, num_attention_heads=1,
+            num_key_value_heads=1, intermediate_size=128).save_pretrained(start)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(embedded / name, start / name)
+    work = tmp_path / "work"
+    work.mkdir()
+    rng = np.random.default_rng(0)
+    np.save(work / "train_ids.npy", rng.integers(0, 8192, 4096).astype(np.uint16))
+    np.save(work / "heldout_ids.npy", rng.integers(0, 8192, 512).astype(np.uint16))
+    common = ["--model", str(start), "--out", str(tmp_path / "out"), "--work", str(work), "--seq-len", "32",
+              "--batch-size", "1", "--eval-tokens", "64", "--device", "cpu"]
+    tl.main(common + ["--steps", "50"])
+    tl.main(common + ["--steps", "60", "--lr", "1e-4"])
+    report = json.loads((tmp_path / "out" / "layerskip.json").read_text())
+    assert [(g["start"], g["steps"], g["lr"]) for g in report["legs"]] == [(0, 50, 5e-4), (50, 60, 1e-4)]
+    assert legs_text(report).startswith("in 2 legs (--steps 50, then resumed with --steps 60")
