@@ -125,6 +125,17 @@ def test_bench_prints_a_table_with_every_method(prompts, capsys):
     assert 0 < out["c"]["model"] < 1 and out["c"]["lookup"] == 0
 
 
+def test_bench_peers_are_timed_beside_an_ar_pass_of_their_own(prompts, capsys):
+    """The peers' speed-ups are over our AR run again, prompt by prompt, in the same pass (not over the
+    methods' AR row, timed earlier), and the early-exit peer runs at each exit layer asked for."""
+    bench.main(["--prompts", str(prompts), "--methods", "ar", "--max-new-tokens", "4", "--limit", "1", "--peers",
+                "--peer-exit-layers", "2,4", "--json"])
+    peers = json.loads(capsys.readouterr().out)["peers"]
+    assert [p["peer"] for p in peers] == ["ar (ours, this pass)", "hf-greedy", "hf-assisted", "hf-prompt-lookup",
+                                          "hf-early-exit@2", "hf-early-exit@4"]
+    assert peers[0]["speedup"] == 1.0 and all(p["tok_s"] > 0 and p["speedup"] > 0 for p in peers)
+
+
 def test_summarize_reads_generate_outputs(prompts, tmp_path, capsys):
     files = []
     for method in ("ar", "chain"):
