@@ -71,7 +71,7 @@ def bpb_row(m: dict) -> str:
 
 
 def legs_text(ls: dict) -> str:
-    """'in 2 legs (--steps 1200, then resumed with --steps 3000 on a new cosine) ' when it was resumed."""
+    """'in 2 legs (--steps 1200, then resumed with --steps 3000, each on a cosine of its own) ' when resumed."""
     legs = ls.get("legs", [])
     if len(legs) < 2:
         return ""
