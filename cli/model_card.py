@@ -79,12 +79,12 @@ def legs_text(ls: dict) -> str:
     return f"in {len(legs)} legs ({steps}, each on a cosine of its own) "
 
 
-def layerskip_note(ls: dict, base_cmd: str) -> str:
+def layerskip_note(ls: dict, base_cmd: str, out: str) -> str:
     """The target's second stage (cli/train_layerskip.py), from the layerskip.json it wrote beside the model."""
     b, a, g = ls["before"], ls["after"], ls["args"]
     depth = min(4, len(a["lens_agreement"])) - 1
     return (f"- Target: trained by `{base_cmd}` (whose draft is not shipped), then continued by "
-            f"`python -m cli.train_layerskip --model OUT/target --out .cache/ls_target3000 --steps {g['steps']} "
+            f"`python -m cli.train_layerskip --model OUT/target --out {out} --steps {g['steps']} "
             f"--p-max {g['p_max']} --exit-weight {g['exit_weight']} --lr {g['lr']} --seed {g['seed']}` "
             f"{legs_text(ls)}({ls['train_s'] / 60:.1f} min): layer dropout rising with depth to p_max at the last layer and an early-exit "
             f"cross-entropy through the final norm and tied LM head, so that SpecBound's shallow layers are worth exiting "
@@ -111,12 +111,12 @@ def render(m: dict, work: Path, layerskip: dict | None = None) -> str:
     target_note = ""
     if a.get("target_from") and layerskip is not None:
         base_cmd = cmd.replace("--out assets/models", "--out OUT").replace(f"--work {a['work']}", "--work .cache/train_base")
-        cmd = (f"python -m cli.train_embedded --target-from .cache/ls_target3000 --out assets/models --work {a['work']} "
+        cmd = (f"python -m cli.train_embedded --target-from {a['target_from']} --out assets/models --work {a['work']} "
                f"--draft-steps {a['draft_steps']} --batch-size {a['batch_size']} --seq-len {a['seq_len']} --lr {a['lr']} "
                f"--seed {a['seed']}")
         target_training += f", then {layerskip['args']['steps']} steps of LayerSkip training (below)"
         target_minutes = f"{layerskip['train_s'] / 60:.1f} min (LayerSkip stage)"
-        target_note = layerskip_note(layerskip, base_cmd)
+        target_note = layerskip_note(layerskip, base_cmd, a['target_from'])
     return f"""# Embedded models of SpecScope
 
 Two causal LMs on one byte-level BPE tokenizer, trained on this repository's machine by

@@ -1,7 +1,14 @@
 """The LayerSkip-style recipe (cli/train_layerskip.py): layer dropout rising with depth, a rotating
 early-exit curriculum, and a layer-by-layer forward that is the model's own when nothing is skipped."""
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
 import torch
 
+import cli.train_layerskip as tl
+from cli.model_card import legs_text
 from cli.train_layerskip import ROTATION, drop_probs, exits_at, forward_layers
 from tests.tiny_models import tiny_hf
 
@@ -36,15 +43,6 @@ def test_the_layer_by_layer_forward_is_the_models_own_and_a_skipped_layer_passes
 def test_a_resumed_run_records_each_leg_and_the_card_says_so(tmp_path):
     """Two legs on a tiny Llama and a tiny cached corpus: the second resumes from the first's checkpoint on
     a cosine of its own; layerskip.json lists both, and the model card's LayerSkip note names them."""
-    import json
-    import shutil
-    from pathlib import Path
-
-    import numpy as np
-
-    import cli.train_layerskip as tl
-    from cli.model_card import legs_text
-
     embedded = Path(__file__).resolve().parent.parent / "assets" / "models" / "target"
     start = tmp_path / "start"
     tiny_hf("llama", num_hidden_layers=3, vocab_size=8192, hidden_size=64, num_attention_heads=1,
