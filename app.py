@@ -10,13 +10,17 @@ import threading
 from pathlib import Path
 
 import gradio as gr
+import torch
+from starlette.middleware import Middleware
 
 from ui import learn
 from ui.examples import default_prompt, example_prompts
 from ui import handlers as h
 from ui.handlers import PLAY, export_trace, remeasure, set_speed, toggle_play
 from ui.knobs import SAMPLING_KNOBS, Knob
-from ui.limits import CACHES, state_capacity, state_ttl_s
+from ui.http_guard import DeepLinkGuard
+from ui.importer import max_bytes
+from ui.limits import CACHES, engine_concurrency, state_capacity, state_ttl_s, torch_threads
 from ui.models import model_box_info
 from ui.preview import PREVIEW
 from ui.share import FIELDS, apply_link, share_query
@@ -30,8 +34,10 @@ HEAD = "<script>" + (Path(__file__).parent / "assets" / "app.js").read_text(enco
 SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
 MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
 THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS)  # plain names: nothing fetched from outside
-ENGINE = "engine"  # one concurrency group for everything that runs the models
-CONCURRENCY = int(os.environ.get("SPECSCOPE_CONCURRENCY", "2"))
+ENGINE = "engine"  # interactive engine calls: Step, Play, the panels after a step (ui/limits.engine_concurrency)
+LONG = dict(concurrency_id="long", concurrency_limit=1)  # Compare, Tune, cost curve: one at a time per server,
+# in their own group so a Step never queues behind them (they also pause between steps: ui/priority.py)
+IMPORTS = dict(concurrency_id="import", concurrency_limit=1)  # trace imports: parsing is bounded, and serial
 
 
 def run_state() -> gr.State:
@@ -127,7 +133,7 @@ def wire_stepping(spec: ViewSpec, c: dict) -> None:
     for name in options:  # a display option redraws the shown step from stored traces
         c[name].change(**replay, api_visibility="private")
     c["path"].upload(**named(lambda **v: h.import_run(spec, **v), ("run", "path", *options), playing, c),
-                     api_name=f"{spec.name}_import")
+                     api_name=f"{spec.name}_import", **IMPORTS)
     c["share"].click(**named(lambda **v: {"link": share_query(spec.name, v)}, tuple(FIELDS[spec.name]), ("link",), c),
                      api_name=f"{spec.name}_link").then(None, [c["link"]], [c["link"]], js=COPY_JS)
 
@@ -221,7 +227,7 @@ def compare_tab(models: list) -> None:
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
     running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter, trees], [table, plot, status],
-                       api_name="compare", concurrency_id=ENGINE, show_progress="minimal")
+                       api_name="compare", show_progress="minimal", **LONG)
     stop.click(cancel_compare, None, [status], cancels=[running], api_name="compare_cancel")
 
 
@@ -244,7 +250,7 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
         mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
     running = go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed, status],
-                       api_name="sweep", concurrency_id=ENGINE, show_progress="minimal")
+                       api_name="sweep", show_progress="minimal", **LONG)
     stop.click(cancel_sweep, None, [status], cancels=[running], api_name="sweep_cancel")
     gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
                 "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
@@ -253,8 +259,7 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
     curve = gr.Plot(show_label=False, elem_id="tune-cost")
     with gr.Accordion("Learn: why the best tree is small on a CPU and large on a GPU", open=False):
         gr.Markdown(learn.HARDWARE)
-    measure.click(cost_curve, [talon_state, models[0], models[1], drafter], [curve], api_name="cost_curve",
-                  concurrency_id=ENGINE)
+    measure.click(cost_curve, [talon_state, models[0], models[1], drafter], [curve], api_name="cost_curve", **LONG)
 
 
 def build_demo() -> gr.Blocks:
@@ -286,8 +291,21 @@ def build_demo() -> gr.Blocks:
         fields = [views[name][n] for name in ("talon", "specbound") for n in FIELDS[name]]
         demo.load(apply_link, None, [tabs, link_msg, *fields], api_visibility="private",
                   show_progress="hidden", concurrency_limit=None)  # a shared link fills the knobs
-    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
+        def closed(request: gr.Request) -> None:
+            expire_when_closed(demo, request)
+        demo.unload(closed)
+    demo.queue(default_concurrency_limit=engine_concurrency(), max_size=64)
     return demo
+
+
+def expire_when_closed(demo: gr.Blocks, request: gr.Request) -> None:
+    """A closed tab's runs go SPECSCOPE_STATE_TTL_S after it closed: Gradio keeps a closed session's state an
+    hour whatever the state's own time-to-live says (its SessionState.STATE_TTL_WHEN_CLOSED; a test pins
+    that this still reaches it on the pinned Gradio)."""
+    holder = getattr(demo, "state_holder", None)
+    state = holder.session_data.get(request.session_hash) if holder is not None else None
+    if state is not None and hasattr(state, "STATE_TTL_WHEN_CLOSED"):
+        state.STATE_TTL_WHEN_CLOSED = min(state.STATE_TTL_WHEN_CLOSED, state_ttl_s())
 
 
 def warm_up() -> None:
@@ -300,11 +318,15 @@ def warm_up() -> None:
 
 
 def main() -> None:
+    torch.set_num_threads(torch_threads())  # the cores shared by the engine calls that may run at once
+    # show_error: our handlers already turn every error into one escaped line (ui/handlers.friendly); it lets
+    # Gradio's own input checks (an API call with a wrong JSON type) name the input instead of a bare "Error".
     demo = build_demo()
     threading.Thread(target=warm_up, daemon=True).start()
     demo.launch(theme=THEME, css=CSS, head=HEAD, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=False,
-                state_session_capacity=state_capacity())
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), show_error=True,
+                state_session_capacity=state_capacity(), max_file_size=max_bytes(),
+                app_kwargs={"middleware": [Middleware(DeepLinkGuard)]})
 
 
 if __name__ == "__main__":

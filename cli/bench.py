@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from cli.common import add_common_args, fail, method_knobs
+from cli.common import add_common_args, fail, method_knobs, run_main
 from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
@@ -202,4 +202,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

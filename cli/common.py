@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 from core.device import pick_device
 from core.drafter_loading import DEFAULT_DRAFTER
@@ -20,6 +21,16 @@ class OneLineParser(argparse.ArgumentParser):
 def fail(message: str, status: int = 2) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(status)
+
+
+def run_main(main: Callable[[], None]) -> None:
+    """A program's entry point: Ctrl-C ends it with one line and status 130, not a traceback (every line
+    written so far is whole: lines are written at once)."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def device_arg(name: str) -> str:

@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-from cli.common import OneLineParser, device_arg, fail
+from cli.common import OneLineParser, device_arg, fail, run_main
 from core.cost_model import CONTEXT, measure
 from core.drafter_loading import DEFAULT_DRAFTER, HeadLoadError, drafter_factory
 from core.drafters import DRAFTERS
@@ -38,4 +38,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from cli.common import OneLineParser, add_common_args, fail, method_knobs
+from cli.common import OneLineParser, add_common_args, fail, method_knobs, run_main
 from core.drafter_loading import HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import ModelLoadError, load_model
@@ -90,4 +90,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

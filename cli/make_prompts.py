@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cli.corpus import source_files, split
 from core.prompts import ASSET_PROMPTS
+from cli.common import run_main
 
 
 def function_prompts(source: str, limit: int) -> list[str]:
@@ -54,4 +55,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

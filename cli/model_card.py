@@ -12,6 +12,7 @@ import platform
 from pathlib import Path
 
 from core.loading import ASSETS
+from cli.common import run_main
 
 KEEP_FROM = "## Exit heads"
 
@@ -163,4 +164,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

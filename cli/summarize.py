@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from core.metrics import Totals, speedup  # the same totals and ratios as the bench's rows
+from cli.common import run_main
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -56,4 +57,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -34,6 +34,7 @@ from core.eagle3 import EagleConfig, EagleHead, feature_layers
 from core.eagle3_io import load_head, save_head
 from cli.train_utils import autocast, batch, corpus, set_lr, write_card
 from core.device import pick_device
+from cli.common import run_main
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
 CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which cli/model_card.py keeps
@@ -292,4 +293,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

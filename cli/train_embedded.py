@@ -32,6 +32,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from cli.corpus import source_files, split
 from cli.train_utils import autocast, batch, encode_texts, heldout_metrics, set_lr
 from core.device import pick_device
+from cli.common import run_main
 
 EOT = "<|endoftext|>"
 HISTORY: dict[str, list[dict]] = {}  # filled by run_training, written to metrics.json
@@ -213,4 +214,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -25,6 +25,7 @@ from tqdm import tqdm
 from cli.train_utils import write_card
 from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 from core.model import CausalLM
+from cli.common import run_main
 
 CARD_START = "## Exit heads (SpecBound)"  # cli/model_card.py keeps the card from "## Exit heads" on
 CARD_END = "<!-- end of the exit-heads section, written by cli/train_exit_heads.py -->"
@@ -203,4 +204,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

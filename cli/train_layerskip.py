@@ -31,6 +31,7 @@ from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedToken
 
 from cli.train_utils import autocast, batch, corpus, set_lr
 from core.device import pick_device
+from cli.common import run_main
 
 ROTATION = 4  # layers get the early-exit loss every so many steps, in turn
 
@@ -152,4 +153,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

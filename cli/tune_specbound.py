@@ -26,6 +26,7 @@ from core.metrics import modelled_r, speedup
 from core.prompts import ASSET_PROMPTS, read_prompts
 from core.exit_heads import heads_for, store_exit_layers
 from core.specbound import DEFAULTS, build_specbound_method
+from cli.common import run_main
 
 
 @dataclass
@@ -130,4 +131,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -42,6 +42,8 @@ def read_prompts(path: str | Path) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise PromptFileError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise PromptFileError(f"{path}:{n}: JSON nested too deeply for a prompt line") from None
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise PromptFileError(f'{path}:{n}: expected an object with a string "prompt"')
         if not row["prompt"].strip():

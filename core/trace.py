@@ -2,9 +2,9 @@
 renders without a model. The engine fills these; viz/ draws them; nothing re-derives them."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
-ROOT = -1  # parent of depth-0 nodes: the last committed token
+from core.trace_check import ROOT, TraceFormatError, TraceLimits, check_tree, record  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -167,46 +167,13 @@ class StepTrace:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict, what: str = "the step") -> StepTrace:
-        """The inverse of to_dict (an exported trace read back). Unknown keys are ignored (older exports
-        carry a few); a missing field or a wrong shape is a TraceFormatError naming it."""
-        if not isinstance(d, dict):
-            raise TraceFormatError(f"{what} is not an object")
-        d = dict(d)
-        for key, kind in _LISTS.items():
-            items = d.get(key) or []
-            if not isinstance(items, list):
-                raise TraceFormatError(f"{what}'s {key} is not a list")
-            d[key] = [_record(kind, x, f"{what}'s {key}[{j}]") for j, x in enumerate(items)]
-        for key, kind in _RECORDS.items():
-            d[key] = _record(kind, d[key], f"{what}'s {key}") if d.get(key) is not None else None
-        if d["auto"] is not None:
-            d["auto"].predicted = [tuple(x) for x in d["auto"].predicted or []]
-        step = _record(cls, d, what)
-        if not isinstance(step.index, int) or not isinstance(step.tau, int) or not isinstance(step.committed_texts, list):
-            raise TraceFormatError(f"{what} has the wrong field types")
+    def from_dict(cls, d: dict, what: str = "the step", limits: TraceLimits = TraceLimits()) -> StepTrace:
+        """The inverse of to_dict (an exported trace read back): every field checked against its type and
+        `limits`, the tree against its invariants (core/trace_check.py). Unknown keys are ignored (older
+        exports carry a few); a missing field or a wrong value is a TraceFormatError naming it."""
+        step = record(cls, d, what, limits)
+        check_tree(step, what, limits)
         return step
-
-
-class TraceFormatError(ValueError):
-    """An exported step that does not read back; the message names the field."""
-
-
-def _record(kind, d, what: str):
-    """A trace dataclass from its dict: unknown keys ignored, a missing one named."""
-    if not isinstance(d, dict):
-        raise TraceFormatError(f"{what} is not an object")
-    names = {f.name for f in fields(kind)}
-    try:
-        return kind(**{k: v for k, v in d.items() if k in names})
-    except TypeError as exc:
-        missing = str(exc).split("argument")[-1].strip(": ") or str(exc)
-        raise TraceFormatError(f"{what} lacks {missing}") from None
-
-
-_LISTS = {"nodes": DraftNode, "choices": TargetChoice, "levels": LevelTrace, "pruned": PrunedCandidate,
-          "exits": ExitTrace}
-_RECORDS = {"auto": AutoChoice, "tree": TreeStep, "specbound": SpecBoundStep}
 
 
 @dataclass

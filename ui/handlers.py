@@ -13,25 +13,37 @@ from core.engine import SessionError
 from ui.gpu import gpu
 from ui.importer import ImportedRun, import_trace
 from ui.knobs import SAMPLING_KNOBS, validate
+from ui.limits import CACHES
 from ui.models import DEFAULT_DRAFTER
 from ui.preview import preview_panels
+from ui.priority import interactive
 from ui.run import Run, RunConfig
 from ui.tempfiles import write_export
 from ui.view_specs import SAMPLING, ViewSpec
 from ui.views import clamp, outcome_panels, streamed_texts
+from viz.escape import esc
 from viz.html import stats_html
 
 log = logging.getLogger("specscope")
 
 
 def user_error(exc: Exception, name: str) -> gr.Error:
-    """The one line a visitor sees for an exception: expected problems keep their message."""
+    """The one line a visitor sees for an exception, escaped (a toast renders HTML, and a message may quote a
+    file's contents): expected problems keep their message and are logged as one line; others get a short
+    message and their traceback goes to the server log."""
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, ValueError):  # SessionError, knob and model problems: written for users
-        return gr.Error(str(exc))
+    if isinstance(exc, ValueError):  # SessionError, knob, file and model problems: written for users
+        log.info("%s: %s", name, one_line(str(exc)))
+        return gr.Error(esc(one_line(str(exc)), quote=False), print_exception=False)
     log.exception("handler %s failed", name)
-    return gr.Error(f"something went wrong ({type(exc).__name__}: {exc}); your session is kept")
+    return gr.Error(esc(f"something went wrong ({type(exc).__name__}: {one_line(str(exc))}); your session is kept",
+                        quote=False), print_exception=False)
+
+
+def one_line(text: str, most: int = 400) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= most else line[: most - 1] + "…"
 
 
 def friendly(fn):
@@ -71,6 +83,8 @@ def advance(run: Run | None, cfg: RunConfig) -> Run:
     trace is only replayed: Step goes back to the live run it kept."""
     if isinstance(run, ImportedRun):
         run = run.live
+    if run is not None and run.retired:
+        run = None
     if run is None or run.config != cfg:
         if run is not None and run.traces:
             gr.Info("Settings changed: started a new run.")
@@ -102,6 +116,7 @@ def options_of(spec: ViewSpec, values: dict) -> dict:
     return {name: values[name] for name in spec.options if name in values}
 
 
+@interactive
 @gpu
 @friendly
 def step(spec: ViewSpec, **values) -> dict:
@@ -113,9 +128,13 @@ def step(spec: ViewSpec, **values) -> dict:
     cfg = make_config(spec.name, values.get("prompt"), knobs, spec.knobs, sampling, values.get("target"), draft,
                       drafter, extra or None)
     run = advance(values.get("run"), cfg)
+    if run.retired:  # Reset was pressed while this step ran: Reset wins
+        gr.Info("Reset while a step was running: that step was discarded.")
+        return view_outputs(spec, None, None, options_of(spec, values))
     return view_outputs(spec, run, clamp(run, None), options_of(spec, values))
 
 
+@interactive
 @gpu
 @friendly
 def extras(spec: ViewSpec, run=None, **values) -> dict:
@@ -142,7 +161,12 @@ def replay(spec: ViewSpec, run=None, replay=None, **values) -> dict:
 
 
 def reset(spec: ViewSpec, run=None, **values) -> dict:
-    """Forget the run (a fresh one starts on the next Step) and stop playing."""
+    """Forget the run (a fresh one starts on the next Step) and stop playing. A step still running for it is
+    discarded when it ends, so Reset is never silently undone by that step's result."""
+    for r in (run, live(run)):
+        if r is not None:
+            r.retired = True
+            CACHES.forget(r)
     return {**view_outputs(spec, None, None, options_of(spec, values)), **STOP_PLAYING}
 
 
@@ -151,6 +175,7 @@ def load(spec: ViewSpec, **values) -> dict:
     return preview_panels(spec.name, spec.render, **options_of(spec, values))
 
 
+@interactive
 @gpu
 @friendly
 def remeasure(run: Run | None) -> str:
@@ -206,7 +231,7 @@ def tick(spec: ViewSpec):
                 yield {"text": html}
         else:
             yield out
-        yield dict(STOP_PLAYING) if new is not None and new.done else {}
+        yield dict(STOP_PLAYING) if new is None or new.done else {}
     on_tick.__name__ = f"{spec.name}_tick"
     return on_tick
 

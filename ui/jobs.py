@@ -10,9 +10,10 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from html import escape
+from viz.escape import esc
 
 from ui.baseline import BASELINES, ARTimer
+from ui.priority import GATE
 from core.sampling import SamplingConfig
 
 
@@ -37,6 +38,8 @@ class Job:
         return len(self.parts)
 
     def check(self) -> None:
+        """Between two engine steps: let any visitor's Step go first, then stop here if cancelled."""
+        GATE.wait_turn()
         if self.flag.is_set():
             raise Cancelled()
 
@@ -62,8 +65,8 @@ class Job:
         doing = f" · running {self.parts[self.done]}" if self.done < self.total else ""
         now = (f"{self.done} of {self.total} done{doing} · "
                f"{duration(self.elapsed())} so far, about {duration(self.left_s())} left.")
-        return (f'<div class="ss-budget" role="status">{escape(head)}<div class="ss-meter"><div style="width:'
-                f'{100 * share:.0f}%"></div></div>{escape(now)}</div>')
+        return (f'<div class="ss-budget" role="status">{esc(head)}<div class="ss-meter"><div style="width:'
+                f'{100 * share:.0f}%"></div></div>{esc(now)}</div>')
 
     def ended(self, cancelled: bool) -> str:
         if cancelled:
@@ -71,7 +74,7 @@ class Job:
                     f"the results below are the ones that finished.")
         else:
             text = f"{self.what}, done in {duration(self.elapsed())} (estimated {duration(self.estimate_s)})."
-        return f'<div class="ss-budget" role="status">{escape(text)}</div>'
+        return f'<div class="ss-budget" role="status">{esc(text)}</div>'
 
 
 def duration(s: float) -> str:
@@ -87,8 +90,14 @@ class Jobs:
         self._lock = threading.Lock()
 
     def start(self, key: str | None, job: Job) -> Job:
+        """Register `job` as its session's; a session runs one long job at a time (Compare or Tune)."""
         if key:
             with self._lock:
+                session = key.split(":")[0]
+                busy = [k for k in self._jobs if k.split(":")[0] == session]
+                if busy:
+                    raise ValueError(f"your {busy[0].split(':')[1].title()} is still running: wait for it or "
+                                     f"press its Cancel first")
                 self._jobs[key] = job
         return job
 

@@ -24,6 +24,18 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value.isdigit() else default
 
 
+def engine_concurrency() -> int:
+    """Interactive engine calls (Step, Play, redraws) served at once (SPECSCOPE_CONCURRENCY, default 2)."""
+    return max(1, env_int("SPECSCOPE_CONCURRENCY", 2))
+
+
+def torch_threads(cores: int | None = None) -> int:
+    """torch's intra-op threads per engine call (SPECSCOPE_TORCH_THREADS): the cores shared by the calls that
+    may run at once, so two calls on a 2-core machine never run four busy threads."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, env_int("SPECSCOPE_TORCH_THREADS", cores // engine_concurrency()))
+
+
 def cached_sessions() -> int:
     """How many sessions keep their caches (each holds target + draft caches sized to its reach)."""
     return max(1, env_int("SPECSCOPE_CACHED_SESSIONS", 8))

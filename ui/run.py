@@ -68,6 +68,7 @@ class Run:
     shadows: dict[int, StepTrace] = field(default_factory=dict)  # step -> static tree from the same prefix
     base: Baseline | None = None  # AR timed over this run's positions (after each step, off the Step path)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    retired: bool = False  # Reset was pressed: a step still running for this run is discarded when it ends
     label = ""  # beside the figure titles: a live run needs none (an imported trace says so)
     note = ""  # above the stats
 

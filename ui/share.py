@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from html import escape
+from viz.escape import esc
 from typing import Mapping
 from urllib.parse import quote, urlencode
 
@@ -129,7 +129,7 @@ def link_message(s: Shared) -> str:
             f"{re.sub(r' *[(].*[)]', '', KNOBS[n].label) if n in KNOBS else n} = {fmt(v) if n in KNOBS else v}"
             for n, v in s.values.items()]
     head = "Opened a shared link" + (f": {', '.join(said)}." if said else ".")
-    lines = [escape(head)] + [f'<span class="ss-link-note">{escape(n)}</span>' for n in s.notes]
+    lines = [esc(head)] + [f'<span class="ss-link-note">{esc(n)}</span>' for n in s.notes]
     return '<div class="ss-link-msg" role="status">' + "<br>".join(lines) + "</div>"
 
 

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from core.knobs import TAU_EXIT
 from core.trace import StepTrace
 from viz.palette import FONT, STATUS_COLORS
-from viz.tree_fig import show_token
+from viz.tree_fig import short, show_token
 
 STOP_WHY = {
     "d_max": "a token went d_max layers deep without any exit head reaching τ_exit (a hard token)",
@@ -74,7 +74,7 @@ def _empty(fig: go.Figure, note: str) -> go.Figure:
 def _token_label(trace: StepTrace, col: int) -> str:
     e = trace.exits[col]
     text = trace.nodes[e.node].text if 0 <= e.node < len(trace.nodes) else (e.top_texts[-1] if e.top_texts else "?")
-    return f"{col + 1}:{show_token(text)[:6]}"
+    return f"{col + 1}:{short(text, 6)}"
 
 
 def _colorscale(tau_exit: float) -> list:

@@ -1,11 +1,10 @@
 """Small HTML panels: the generated text coloured by step and origin, the stats panel, the budget meter
-and the per-depth gate table. Every string from the model is escaped."""
+and the per-depth gate table. Every interpolated value, text or number, goes through viz/escape.py."""
 from __future__ import annotations
-
-from html import escape
 
 from core.trace import StepTrace
 from viz.exits_fig import why_stopped
+from viz.escape import esc, num
 from viz.palette import STATUS_COLORS, step_hue
 from core.metrics import RunStats
 
@@ -20,25 +19,21 @@ def text_html(prompt: str, traces: list[StepTrace], upto: int | None = None, rev
     drafted tokens are plain, bonus tokens are underlined in the bonus colour. `reveal`: show only the
     first `reveal` tokens of the last shown step (Play streams a step's tokens one at a time)."""
     shown = traces if upto is None else traces[: upto + 1]
-    parts = [f'<span class="ss-prompt">{escape(prompt)}</span>']
+    parts = [f'<span class="ss-prompt">{esc(prompt)}</span>']
     for i, t in enumerate(shown):
         pairs = list(zip(t.committed_texts, token_origins(t)))
         if reveal is not None and i == len(shown) - 1:
             pairs = pairs[:reveal]
         for text, origin in pairs:
-            style = f"background:{step_hue(t.index)}"
+            style = f"background:{step_hue(t.index if isinstance(t.index, int) else 0)}"
             if origin == "bonus":
                 style += f";border-bottom:3px solid {STATUS_COLORS['bonus']}"
-            title = f"step {t.index + 1} · {'accepted draft' if origin == 'draft' else 'bonus token from the target'}"
-            parts.append(f'<span class="ss-tok ss-{origin}" style="{style}" title="{title}">{escape(text)}</span>')
+            title = f"step {num(t.index + 1, 'd')} · {'accepted draft' if origin == 'draft' else 'bonus token from the target'}"
+            parts.append(f'<span class="ss-tok ss-{origin}" style="{style}" title="{title}">{esc(text)}</span>')
     legend = (f'<div class="ss-legend">background = step · <span style="border-bottom:3px solid '
               f'{STATUS_COLORS["bonus"]}">underlined</span> = bonus token from the target · plain = accepted '
               f'draft token</div>')
     return f'<div class="ss-text">{"".join(parts)}</div>{legend}'
-
-
-def _fmt(v: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    return "—" if v is None else f"{v:{spec}}{suffix}"
 
 
 NOISE_NOTE = ("Timings come from this machine, which may be shared with other visitors and programs: they are "
@@ -51,20 +46,20 @@ def speedup_text(s: RunStats) -> str:
     if sp is None:
         return "—"
     if sp.lo is None:
-        return f"{sp.value:.2f}×"
-    return f"{sp.value:.2f}× <small>({sp.lo:.2f}–{sp.hi:.2f})</small>"
+        return num(sp.value, ".2f", "×")
+    return f"{num(sp.value, '.2f', '×')} <small>({num(sp.lo)}–{num(sp.hi)})</small>"
 
 
 def stats_html(s: RunStats) -> str:
     if s.lossless is None:
-        check = f'<span class="ss-na">lossless check: {escape(s.lossless_note)}</span>'
+        check = f'<span class="ss-na">lossless check: {esc(s.lossless_note)}</span>'
     elif s.lossless:
-        check = f'<span class="ss-ok">lossless check: output equals plain decoding ✓</span> <small>{escape(s.lossless_note)}</small>'
+        check = f'<span class="ss-ok">lossless check: output equals plain decoding ✓</span> <small>{esc(s.lossless_note)}</small>'
     else:
-        check = f'<span class="ss-bad">lossless check: ✗ {escape(s.lossless_note)}</span>'
-    rows = [("steps", str(s.steps)), ("tokens", str(s.tokens)), ("MAT (mean τ)", _fmt(s.mat)),
-            ("mean δ", _fmt(s.mean_delta)), ("tokens/s", _fmt(s.tok_s, ".1f")), ("c = T_q/T_p", _fmt(s.c, ".3f")),
-            ("modelled R = τ/(1+cδ)", _fmt(s.R, ".2f", "×")), ("measured speed-up over AR", speedup_text(s))]
+        check = f'<span class="ss-bad">lossless check: ✗ {esc(s.lossless_note)}</span>'
+    rows = [("steps", num(s.steps, "d")), ("tokens", num(s.tokens, "d")), ("MAT (mean τ)", num(s.mat)),
+            ("mean δ", num(s.mean_delta)), ("tokens/s", num(s.tok_s, ".1f")), ("c = T_q/T_p", num(s.c, ".3f")),
+            ("modelled R = τ/(1+cδ)", num(s.R, ".2f", "×")), ("measured speed-up over AR", speedup_text(s))]
     cells = "".join(f'<div class="ss-stat"><div class="ss-k">{k}</div><div class="ss-v">{v}</div></div>' for k, v in rows)
     sp = s.spread
     if sp is None:
@@ -72,11 +67,11 @@ def stats_html(s: RunStats) -> str:
     else:
         spread = ("" if sp.lo is None else " The range is the 10th–90th percentile over the run's steps "
                   "resampled with replacement.")
-        how = (f"Speed-up: plain AR decoding's time over this run's time for the same {sp.positions} output "
+        how = (f"Speed-up: plain AR decoding's time over this run's time for the same {num(sp.positions, 'd')} output "
                f"positions of this prompt, both timed around each engine step with the prompt's prefill taken "
-               f"out.{spread} {escape(s.base_note)}.")
+               f"out.{spread} {esc(s.base_note)}.")
     notes = (f"<small>tokens/s: committed tokens over the summed wall time of this run's Step calls, the prompt's "
-             f"prefill taken out. {how} {escape(s.c_note)}.</small>")
+             f"prefill taken out. {how} {esc(s.c_note)}.</small>")
     return (f'<div class="ss-stats">{cells}</div><div>{check}</div><div>{notes}</div>'
             f'<div class="ss-note ss-noise">{NOISE_NOTE}</div>')
 
@@ -87,26 +82,27 @@ def budget_html(trace: StepTrace | None) -> str:
         return '<div class="ss-budget">budget: no step yet</div>'
     cap, label = trace.budget()
     used = len(trace.nodes)
-    if not cap:
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
         return f'<div class="ss-budget">{used} nodes drafted</div>'
     frac = min(1.0, used / cap)
     name = "N (chosen by auto)" if label == "auto" else label
     return (f'<div class="ss-budget"><div class="ss-meter"><div style="width:{frac:.0%}"></div></div>'
-            f"budget: {used} of {name} = {cap} nodes used · δ = {trace.delta:.3g} draft forwards · "
-            f"τ = {trace.tau} committed{score_text(trace)}</div>{drafter_html(trace)}{auto_html(trace)}")
+            f"budget: {used} of {esc(name)} = {num(cap, 'd')} nodes used · δ = {num(trace.delta, '.3g')} draft "
+            f"forwards · τ = {num(trace.tau, 'd')} committed{score_text(trace)}</div>{drafter_html(trace)}"
+            f"{auto_html(trace)}")
 
 
 def score_text(trace: StepTrace) -> str:
     """Σp(u) beside τ: the drafter's own estimate of how many drafted tokens the target would accept."""
     if trace.score_sum is None:
         return ""
-    return f" · Σp(u) = {trace.score_sum:.2f} vs {trace.accepted} accepted"
+    return f" · Σp(u) = {num(trace.score_sum)} vs {trace.accepted} accepted"
 
 
 def drafter_html(trace: StepTrace) -> str:
     if not trace.drafter:
         return ""
-    return f'<div class="ss-note">drafter: <b>{escape(trace.drafter)}</b> proposed this tree</div>'
+    return f'<div class="ss-note">drafter: <b>{esc(trace.drafter)}</b> proposed this tree</div>'
 
 
 def auto_html(trace: StepTrace) -> str:
@@ -114,9 +110,9 @@ def auto_html(trace: StepTrace) -> str:
     a = trace.auto
     if a is None:
         return ""
-    mu = "" if a.mu is None else f", μ = {a.mu:g}"
-    T = "" if a.T_shape is None else f", T_shape = {a.T_shape:g}"
-    return f'<div class="ss-note">auto chose N = {a.N}{mu}{T} for this step: {escape(a.reason)}</div>'
+    mu = "" if a.mu is None else f", μ = {num(a.mu, 'g')}"
+    T = "" if a.T_shape is None else f", T_shape = {num(a.T_shape, 'g')}"
+    return f'<div class="ss-note">auto chose N = {num(a.N, "d")}{mu}{T} for this step: {esc(a.reason)}</div>'
 
 
 def levels_html(trace: StepTrace | None) -> str:
@@ -125,12 +121,13 @@ def levels_html(trace: StepTrace | None) -> str:
         return ""
     head = "<tr><th>d</th><th>frontier</th><th>scored</th><th>m_d</th><th>μ·m_d</th><th>kept</th><th>cut: gate</th><th>budget</th><th>Top-K</th><th>budget left</th></tr>"
     body = "".join(
-        f"<tr><td>{lv.depth}</td><td>{lv.frontier}</td><td>{lv.candidates}</td><td>{_fmt(lv.anchor, '.3g')}</td>"
-        f"<td>{_fmt(lv.gate, '.3g')}</td><td>{lv.kept}</td><td>{lv.cut_by_gate}</td><td>{lv.cut_by_budget}</td>"
-        f"<td>{lv.cut_by_topk}</td><td>{lv.budget_left}</td></tr>" for lv in trace.levels)
-    stop = f"<div><small>{escape(why_stopped(trace))}</small></div>" if trace.draft_stop else ""
+        "<tr>" + "".join(f"<td>{num(v, spec)}</td>" for v, spec in (
+            (lv.depth, "d"), (lv.frontier, "d"), (lv.candidates, "d"), (lv.anchor, ".3g"), (lv.gate, ".3g"),
+            (lv.kept, "d"), (lv.cut_by_gate, "d"), (lv.cut_by_budget, "d"), (lv.cut_by_topk, "d"),
+            (lv.budget_left, "d"))) + "</tr>" for lv in trace.levels)
+    stop = f"<div><small>{esc(why_stopped(trace))}</small></div>" if trace.draft_stop else ""
     return f'<div class="ss-tablewrap"><table class="ss-levels">{head}{body}</table></div>{stop}'
 
 
 def message_html(text: str) -> str:
-    return f'<div class="ss-note">{escape(text)}</div>'
+    return f'<div class="ss-note">{esc(text)}</div>'

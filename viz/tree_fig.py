@@ -7,6 +7,7 @@ import math
 import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
+from viz.escape import esc
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS
 from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
@@ -14,15 +15,21 @@ LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, o
 LEVEL_PX = 62  # vertical room per depth: a two-line level label and a token label between rows
 
 
-def show_token(text: str) -> str:
+def visible(text: str) -> str:
     """Whitespace made visible, so '\\n' and ' ' tokens can be told apart in a plot."""
     return repr(text)[1:-1] if text.strip() else repr(text)
 
 
+def show_token(text: str) -> str:
+    """A token for a plot label, escaped: Plotly reads tags in hover and tick text."""
+    return esc(visible(text))
+
+
 def short(text: str, limit: int = 10) -> str:
-    """A token label that says when it was cut (hover always has the whole token)."""
-    t = show_token(text)
-    return t if len(t) <= limit else t[: limit - 1] + "…"
+    """A token label that says when it was cut (hover always has the whole token); cut before escaping,
+    so an entity is never cut in half."""
+    t = visible(text)
+    return esc(t if len(t) <= limit else t[: limit - 1] + "…")
 
 
 def natural_height(trace: StepTrace | None) -> int:

@@ -1,0 +1,185 @@
+"""Hostile input, handler by handler (no server): markup planted in an exported trace never reaches a view as
+markup; a number or name field carrying anything else is refused with one line naming it; files claiming more
+than a run could hold are refused at once; Reset wins over a step in flight; long jobs let a Step go first."""
+import copy
+import json
+import threading
+import time
+
+import gradio as gr
+import pytest
+
+from ui import handlers as h
+from ui.view_specs import VIEWS
+
+from tests.handler_helpers import step
+from tests.hostile import (PAYLOAD, leaf_paths, markup_in, plant_text, planted_at, specbound_export, talon_export,
+                           write)
+
+@pytest.fixture(scope="module")
+def exports():
+    return {"talon": talon_export(), "specbound": specbound_export(), "auto": talon_export(auto=True)}
+
+
+def every_view(spec, out: dict) -> list:
+    """The import's outputs and every replayed step's, with each redraw option both ways."""
+    run, shown = out["run"], [out]
+    for i in range(len(run.traces)):
+        for opt in spec.options:
+            for value in (True, False):
+                shown.append(h.replay(spec, run=run, replay=i + 1, **{opt: value}))
+    return shown
+
+
+@pytest.mark.parametrize("kind", ["talon", "specbound", "auto"])
+def test_markup_in_every_text_field_is_drawn_as_text(kind, exports, tmp_path):
+    spec = VIEWS["specbound" if kind == "specbound" else "talon"]
+    data = plant_text(exports[kind])
+    out = h.import_run(spec, run=None, path=write(tmp_path, "x.json", data))
+    assert out["run"].traces[0].committed_texts[0] == PAYLOAD  # imported as it was written ...
+    for shown in every_view(spec, out):  # the raw `trace` goes to a JSON viewer, which shows text (browser test)
+        assert markup_in({k: v for k, v in shown.items() if k not in ("run", "trace")}) == []  # never markup
+    assert markup_in(h.export_trace(out["run"])[0]) == []  # a path, not a page
+
+
+@pytest.mark.parametrize("kind", ["talon", "specbound", "auto"])
+def test_any_number_or_name_field_carrying_markup_is_refused_naming_it(kind, exports, tmp_path):
+    view = "specbound" if kind == "specbound" else "talon"
+    data = exports[kind]
+    richest = max(range(len(data["steps"])), key=lambda i: len(json.dumps(data["steps"][i])))
+    free = {"text", "top_texts", "committed_texts"}
+    paths = [("steps", richest, *p) for p in leaf_paths(data["steps"][richest])
+             if not free & set(p) and p[-2:] != ("auto", "reason")]
+    assert len(paths) > 40  # every numeric, boolean and name field of a step, its nodes, levels, exits, ...
+    for path in paths:
+        with pytest.raises(gr.Error) as err:
+            h.import_run(VIEWS[view], run=None, path=write(tmp_path, "x.json", planted_at(data, path)))
+        msg = err.value.message
+        named = next(k for k in reversed(path) if isinstance(k, str))
+        assert named in msg and "\n" not in msg and "<img" not in msg, (path, msg)
+
+
+def test_all_fields_at_once_and_config_markup(exports, tmp_path):
+    data = plant_text(exports["talon"])
+    data["config"] = {**data["config"], "N": PAYLOAD, "target": PAYLOAD}
+    out = h.import_run(VIEWS["talon"], run=None, path=write(tmp_path, "x.json", data))  # config is only replayed
+    assert markup_in({k: v for k, v in out.items() if k not in ("run", "trace")}) == []
+    data["steps"][0]["nodes"][0]["depth"] = PAYLOAD
+    with pytest.raises(gr.Error, match="depth"):
+        h.import_run(VIEWS["talon"], run=None, path=write(tmp_path, "x.json", data))
+    data["config"]["seed"] = {"nested": [1]}
+    with pytest.raises(gr.Error, match="not a plain value"):
+        h.import_run(VIEWS["talon"], run=None, path=write(tmp_path, "x.json", data))
+
+
+def test_an_error_message_quoting_the_file_is_escaped(exports, tmp_path):
+    data = {**exports["talon"], "config": {**exports["talon"]["config"], "method": "<b>x</b>"}}
+    with pytest.raises(gr.Error) as err:
+        h.import_run(VIEWS["talon"], run=None, path=write(tmp_path, "x.json", data))
+    assert "<b>" not in err.value.message
+
+
+def claims(exports, tmp_path, name: str, change) -> str:
+    """A one-step SpecBound export (a few KB) with `change` applied to its step."""
+    data = copy.deepcopy(exports["specbound"])
+    data["steps"] = data["steps"][:1]
+    change(data["steps"][0])
+    return write(tmp_path, name, data)
+
+
+@pytest.mark.parametrize("what,change,named", [
+    ("layers", lambda s: s["specbound"].update(num_layers=500_000), "num_layers"),
+    ("exit layer", lambda s: s["exits"][0].update(layers=[100_000], raw_conf=[0.1], annealed_conf=[0.1],
+                                                  temperature=[1.0], top_ids=[1], top_texts=["a"]), "exits"),
+    ("deep node", lambda s: s["nodes"][0].update(depth=10**6), "depth"),
+    ("forward parent", lambda s: s["nodes"][0].update(parent=5), "parent"),
+    ("many nodes", lambda s: s.update(nodes=[s["nodes"][0]] * 100_000), "nodes"),
+    ("huge int", lambda s: s.update(tau=10**30), "tau"),
+])
+def test_a_small_file_claiming_a_huge_run_is_refused_at_once(what, change, named, exports, tmp_path):
+    path = claims(exports, tmp_path, "claim.json", change)
+    t0 = time.perf_counter()
+    with pytest.raises(gr.Error) as err:
+        h.import_run(VIEWS["specbound"], run=None, path=path)
+    assert time.perf_counter() - t0 < 1.0 and named in err.value.message, err.value.message
+
+
+def test_many_minimal_steps_are_refused_and_an_import_keeps_only_traces(exports, tmp_path):
+    one = exports["talon"]["steps"][0]
+    minimal = {k: one[k] for k in ("index", "method", "context_len")}
+    path = write(tmp_path, "many.json", {**exports["talon"], "steps": [minimal] * 20_000, "static_shadows": {}})
+    with pytest.raises(gr.Error, match="steps; a run here has at most"):
+        h.import_run(VIEWS["talon"], run=None, path=path)
+    run = h.import_run(VIEWS["talon"], run=None, path=write(tmp_path, "ok.json", exports["talon"]))["run"]
+    assert not hasattr(run, "data")  # the parsed JSON is dropped once its traces are read
+
+
+def test_reset_wins_over_a_step_in_flight(monkeypatch):
+    import ui.run
+    run = step(None)["run"]
+    started, release = threading.Event(), threading.Event()
+    real = ui.run.timed_step
+
+    def slow(session):
+        started.set()
+        release.wait(10)
+        return real(session)
+
+    monkeypatch.setattr(ui.run, "timed_step", slow)
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(step(run)))
+    worker.start()
+    assert started.wait(10)
+    after_reset = h.reset(VIEWS["talon"], run=run)
+    release.set()
+    worker.join(20)
+    assert after_reset["run"] is None and result["run"] is None  # the step's result was discarded
+    monkeypatch.setattr(ui.run, "timed_step", real)
+    fresh = step(result["run"])["run"]
+    assert fresh is not run and len(fresh.traces) == 1  # the next Step starts over: Reset was not undone
+
+
+def test_a_long_job_waits_while_a_step_runs():
+    from ui.priority import EngineGate
+    gate, order = EngineGate(max_wait_s=5), []
+    inside, leave = threading.Event(), threading.Event()
+
+    def interactive():
+        with gate.interactive():
+            inside.set()
+            leave.wait(5)
+            order.append("step")
+
+    t = threading.Thread(target=interactive)
+    t.start()
+    inside.wait(5)
+    waiter = threading.Thread(target=lambda: (gate.wait_turn(), order.append("long job step")))
+    waiter.start()
+    time.sleep(0.05)
+    leave.set()
+    t.join(5)
+    waiter.join(5)
+    assert order == ["step", "long job step"]
+    assert EngineGate(max_wait_s=0.01).wait_turn() is True  # nobody stepping: no wait at all
+
+
+def test_one_long_job_per_visitor():
+    from ui.jobs import Job, Jobs
+    jobs = Jobs()
+    jobs.start("abc:compare", Job("Compare", ["x"], 1, 1.0))
+    with pytest.raises(ValueError, match="Compare is still running"):
+        jobs.start("abc:tune", Job("Tune", ["x"], 1, 1.0))
+    jobs.start("other:tune", Job("Tune", ["x"], 1, 1.0))  # another visitor is not held up
+
+
+def test_a_closed_tab_keeps_its_state_only_the_configured_time(monkeypatch):
+    from gradio.state_holder import StateHolder
+    import app
+    monkeypatch.setenv("SPECSCOPE_STATE_TTL_S", "120")
+    demo = app.build_demo()
+    holder = StateHolder()
+    holder.set_blocks(demo)
+    session = holder["tab-1"]
+    assert session.STATE_TTL_WHEN_CLOSED == 3600  # Gradio's own: an hour, whatever our TTL
+    app.expire_when_closed(demo, gr.Request(session_hash="tab-1"))
+    assert session.STATE_TTL_WHEN_CLOSED == 120
