@@ -71,3 +71,59 @@ def test_link_and_import_endpoints(app_url):
     trace = next(o for o in out if isinstance(o, dict) and "index" in o)
     assert trace == data["steps"][0]  # the imported trace, replayed from step 1
     assert "imported trace" in str(out[0])
+
+
+def test_deep_links_are_refused_and_stripped(app_url):
+    import urllib.error
+    import urllib.request
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(app_url + "gradio_api/deep_link?session_hash=abc", timeout=10)
+    assert err.value.code == 404
+    with urllib.request.urlopen(app_url + "?deep_link=abc123&tab=specbound", timeout=10) as r:
+        assert r.status == 200 and r.url.endswith("/?tab=specbound")  # redirected without it, the rest kept
+
+
+def post_multipart(url: str, size: int) -> int:
+    """POST a `size`-byte file to Gradio's upload route in chunks; the status the server answered with (it may
+    answer before the body is sent, then close: the answer is still read)."""
+    import http.client
+    from urllib.parse import urlsplit
+    u, boundary = urlsplit(url), "x" * 24
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.json\"\r\n"
+            f"Content-Type: application/json\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.putrequest("POST", u.path)
+    conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+    conn.putheader("Content-Length", str(len(head) + size + len(tail)))
+    conn.endheaders()
+    try:
+        conn.send(head)
+        for _ in range(size // 2**20):
+            conn.send(b" " * 2**20)
+        conn.send(tail)
+    except OSError:
+        pass  # the server refused the rest of the body
+    return conn.getresponse().status
+
+
+def test_an_oversized_upload_is_refused_before_it_is_stored(app_url):
+    from pathlib import Path
+    from gradio.utils import get_upload_folder
+
+    def stored() -> int:
+        return sum(f.stat().st_size for f in Path(get_upload_folder()).rglob("*") if f.is_file())
+
+    before = stored()
+    assert post_multipart(app_url + "gradio_api/upload", 100 * 2**20) == 413
+    assert stored() - before < 25 * 2**20  # nothing near 100 MB was kept
+
+
+def test_an_import_with_markup_returns_none_through_the_api(app_url, tmp_path):
+    from gradio_client import handle_file
+    from tests.hostile import markup_in, plant_text, talon_export, write
+    client = Client(app_url, verbose=False)
+    path = write(tmp_path, "x.json", plant_text(talon_export(steps=2)))
+    out = client.predict(handle_file(path), True, api_name="/talon_import")
+    html = [o for o in out if isinstance(o, str)]
+    assert html and markup_in(html) == []

@@ -286,6 +286,32 @@ def test_import_an_exported_trace_and_refuse_a_bad_file(page, tmp_path):
     assert "imported trace" in page.locator("#talon-tree .gtitle").text_content()  # still shown, session kept
 
 
+def test_an_imported_trace_with_markup_runs_no_script(app, tmp_path):
+    from tests.hostile import plant_text, talon_export, write
+    path = write(tmp_path, "xss.json", plant_text(talon_export(steps=2)))
+    page = open_page(app)
+    page.on("dialog", lambda d: (page.outside.append("dialog: " + d.message), d.dismiss()))
+    page.wait_for_selector("#talon-tree .gtitle", timeout=240_000)  # the preview first: it must not land after
+    page.get_by_text("Export or import a run's traces").first.click()
+    upload(page, "#talon-import", Path(path))
+    page.wait_for_function("/imported trace/.test(document.querySelector('#talon-tree .gtitle')?.textContent)",
+                           timeout=60_000)
+    page.wait_for_function("(b => b && !b.disabled)(document.querySelector('#talon-replay input[type=number]'))",
+                           timeout=30_000)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")  # replay the second step too
+    page.wait_for_function("/step 2\\b.*imported/.test(document.querySelector('#talon-tree .gtitle').textContent)",
+                           timeout=30_000)
+    page.locator("#talon-tree .scatterlayer .point").nth(1).hover(force=True)  # a hover label with a token
+    time.sleep(0.5)
+    assert page.get_by_text('<img src=x onerror="window.__xss=1">').count() > 0  # the payload shown as text
+    assert page.evaluate("window.__xss") is None and not page.outside
+    assert page.evaluate("document.querySelectorAll('[onerror], img[src=x]').length") == 0
+    page.goto(app[1] + "?deep_link=whatever&tab=specbound", wait_until="domcontentloaded")  # a deep link
+    assert "deep_link" not in page.url and "tab=specbound" in page.url
+    page.close()
+
+
 def test_cancel_a_compare_run_keeps_the_page_usable(page):
     start_compare(page, 64)
     page.get_by_text("estimated").first.wait_for(timeout=60_000)  # the estimate comes first
