@@ -209,7 +209,7 @@ def read_head(raw: dict, state: dict[str, torch.Tensor]) -> HeadSpec:
     if refused:
         raise HeadLoadError(f"it sets {'; '.join(refused)}: not implemented here")
     ids, rule, written = read_taps(raw)
-    notes = list(t.notes)
+    notes: list[str] = []
     if dialect == "AngelSlim":
         older = any(k.startswith("midlayer.") for k in state)
         notes.append("AngelSlim's " + ("older trainer (midlayer.*)" if older else "newer trainer (layers.*)"))
@@ -219,5 +219,5 @@ def read_head(raw: dict, state: dict[str, torch.Tensor]) -> HeadSpec:
                       eagle_aux_hidden_state_layer_ids=ids, **structure(raw, flat, hf, t, dialect, notes))
     vocab_maps(t, cfg.vocab_size, cfg.draft_vocab_size)
     info = HeadInfo(dialect=dialect, tap_rule=rule, draft_vocab=cfg.draft_vocab_size, vocab=cfg.vocab_size,
-                    layers=cfg.num_hidden_layers, config_ids=written, variants=variants(cfg), notes=tuple(notes))
+                    layers=cfg.num_hidden_layers, config_ids=written, variants=variants(cfg), notes=tuple(t.notes + notes))
     return HeadSpec(cfg, t, info)
