@@ -143,7 +143,7 @@ def geometry(hf) -> dict:
     theta = rope.pop("rope_theta", getattr(hf, "rope_theta", 10000.0))
     rope.pop("type", None)
     kind = rope.get("rope_type", "default")
-    if kind != "default" and (kind not in ROPE_INIT_FUNCTIONS or "mrope_section" in rope):
+    if "mrope_section" in rope or (kind != "default" and kind not in ROPE_INIT_FUNCTIONS):
         raise HeadLoadError(f"its rope_scaling {rope} is not one transformers' rotary functions compute")
     if hf.hidden_act not in ACT2FN:
         raise HeadLoadError(f"its hidden_act '{hf.hidden_act}' is not an activation transformers knows")
