@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from cli.common import OneLineParser, add_common_args, fail, method_knobs
+from cli.common import OneLineParser, add_common_args, announce_drafters, fail, method_knobs
 from core.drafter_loading import HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import ModelLoadError, load_model
@@ -56,6 +56,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
     make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
+    announce_drafters({args.drafter: make} if method.needs_draft else {})
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):
