@@ -9,8 +9,8 @@
     SafeAILab    LlamaForCausalLM (or no architectures)                  top level
 
 The geometry goes through transformers' own config class for its model_type (llama, qwen3, qwen2), so
-the defaults a release leaves out (speculators writes only what differs from them) are the ones its
-publisher's code read. Taps by provenance (see head_info.TAP_RULES): top-level ids are hidden-state
+the defaults a release leaves out (speculators writes only what differs from them: a Qwen3 layer's
+head_dim of 128, a Llama layer's hidden_size of 4096) are the ones its publisher's code read. Taps by provenance (see head_info.TAP_RULES): top-level ids are hidden-state
 indices; ids under `eagle_config` follow SGLang's rule. Flags that change the function and are not
 implemented are refused by name; keys that do not are ignored.
 """
@@ -84,7 +84,7 @@ def layer_config(raw: dict, dialect: str):
     if kind not in LAYER_TYPES:
         raise HeadLoadError(f"its decoder layers are '{kind}'; this loader runs {', '.join(LAYER_TYPES)} layers")
     missing = [k for k in REQUIRED if k not in flat]
-    if missing:
+    if missing and dialect != "speculators":  # speculators writes only what differs from the class defaults
         raise HeadLoadError(f"its config does not name {', '.join(missing)}")
     kwargs = {k: v for k, v in flat.items() if k not in ("model_type", "architectures", "auto_map")}
     try:

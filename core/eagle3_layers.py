@@ -73,7 +73,7 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(hidden, inner, bias="gate_proj" in biases)
         self.up_proj = nn.Linear(hidden, inner, bias="up_proj" in biases)
         self.down_proj = nn.Linear(inner, hidden, bias="down_proj" in biases)
-        self.act = F.silu if act == "silu" else ACT2FN[act]
+        self.act = ACT2FN[act]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))

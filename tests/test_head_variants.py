@@ -210,3 +210,14 @@ def test_what_cannot_be_read_is_refused_in_one_line(case, expect, tiny_target, t
     if case in edits:
         rewrite(folder, edits[case])
     assert expect in refused(tiny_target, folder)
+
+
+def test_speculators_leaves_out_defaults_and_the_layer_class_supplies_them(tiny_target, tmp_path):
+    """speculators writes its transformer_layer_config as transformers' to_diff_dict: a Qwen3 layer's head_dim
+    of 128 may be missing, and so may a norm_before_residual read by two engines with two defaults."""
+    cfg = EagleConfig(**{**TINY, "qk_norm": True, "head_dim": 128})
+    folder = WRITERS["speculators"](tmp_path / "head", cfg.to_dict(), random_head(cfg), layer_type="qwen3")
+    rewrite(folder, lambda c: (c["transformer_layer_config"].pop("head_dim", None), c.pop("norm_before_residual")))
+    head = load(tiny_target, folder)
+    assert head.config.hd == 128 and not head.config.norm_before_residual
+    assert any("speculators' own default" in n for n in head.info.notes)
