@@ -96,7 +96,7 @@ def layer_config(raw: dict, dialect: str):
 
 def refusals(raw: dict, flat: dict, dialect: str) -> list[str]:
     """Flags set to something that changes the function and is not implemented here, by name."""
-    where = {"layer": flat, "top": raw, "eagle": raw.get("eagle_config") or {}}
+    where = {"layer": flat, "top": raw, "eagle": _eagle_config(raw)}
     out = [f"{key}={where[w][key]!r} ({why})" for w, key, bad, why in FLAGS if key in where[w] and bad(where[w][key])]
     window = flat.get("sliding_window")
     if isinstance(window, int) and "use_sliding_window" not in flat:  # vLLM applies a Llama draft's window
@@ -115,10 +115,30 @@ def _flag(raw: dict, flat: dict, key: str):
     return raw.get(key, flat.get(key))
 
 
+def _eagle_config(raw: dict) -> dict:
+    block = raw.get("eagle_config") or {}
+    if not isinstance(block, dict):
+        raise HeadLoadError("its eagle_config is not an object")
+    return block
+
+
+def check_sizes(c: EagleConfig) -> None:
+    """Every size is a positive whole number and the heads divide evenly, before anything is built from them."""
+    sizes = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
+             "draft_vocab_size", "max_position_embeddings", "head_dim", "target_hidden_size")
+    bad = [f"{k}={getattr(c, k)!r}" for k in sizes if getattr(c, k) is not None
+           and (not isinstance(getattr(c, k), int) or isinstance(getattr(c, k), bool) or getattr(c, k) <= 0)]
+    if bad:
+        raise HeadLoadError(f"its config has sizes that are not positive whole numbers: {', '.join(bad)}")
+    if c.num_attention_heads % c.num_key_value_heads or not c.rms_norm_eps > 0 or not c.rope_theta > 0:
+        raise HeadLoadError(f"its config has {c.num_attention_heads} attention heads over {c.num_key_value_heads} "
+                            f"key/value heads, rms_norm_eps {c.rms_norm_eps}, rope_theta {c.rope_theta}")
+
+
 def read_taps(raw: dict) -> tuple[list[int] | None, str, tuple[int, ...] | None]:
     """(hidden-state indices or None for the default, the rule that chose them, the ids as written)."""
     top = raw.get("eagle_aux_hidden_state_layer_ids")
-    nested = (raw.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    nested = _eagle_config(raw).get("eagle_aux_hidden_state_layer_ids")
     for ids in (top, nested):
         if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, int) for i in ids)):
             raise HeadLoadError(f"its eagle_aux_hidden_state_layer_ids {ids!r} are not a list of layer numbers")
@@ -217,6 +237,7 @@ def read_head(raw: dict, state: dict[str, torch.Tensor]) -> HeadSpec:
     cfg = EagleConfig(**geo, draft_vocab_size=_draft_vocab(raw, flat, t, geo["vocab_size"], notes),
                       target_hidden_size=_flag(raw, flat, "target_hidden_size"),
                       eagle_aux_hidden_state_layer_ids=ids, **structure(raw, flat, hf, t, dialect, notes))
+    check_sizes(cfg)
     vocab_maps(t, cfg.vocab_size, cfg.draft_vocab_size)
     info = HeadInfo(dialect=dialect, tap_rule=rule, draft_vocab=cfg.draft_vocab_size, vocab=cfg.vocab_size,
                     layers=cfg.num_hidden_layers, config_ids=written, variants=variants(cfg), notes=tuple(t.notes + notes))

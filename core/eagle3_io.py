@@ -98,18 +98,23 @@ def _listed(names: list[str]) -> str:
 
 
 def _build(spec: HeadSpec, where: str) -> EagleHead:
-    head = EagleHead(spec.config, spec.info)
-    state, wanted = spec.tensors.state, head.state_dict()
+    """Check names and shapes on a head without storage (a config's sizes allocate nothing until they match
+    the tensors already read), then build it and load them."""
+    with torch.device("meta"):
+        wanted = {k: tuple(v.shape) for k, v in EagleHead(spec.config).state_dict().items()}
+    state = spec.tensors.state
     unknown = sorted(set(state) - set(wanted))
     if unknown:
         raise HeadLoadError(f"the head in {where} carries tensors this loader does not understand: {_listed(unknown)}")
     missing = sorted(set(wanted) - set(state))
     if missing:
         raise HeadLoadError(f"the head in {where} lacks {_listed(missing)}")
-    try:
-        head.load_state_dict(state)
-    except RuntimeError as exc:
-        raise HeadLoadError(f"the head in {where} does not match its config: {str(exc).splitlines()[-1].strip()}") from None
+    wrong = [f"{k} is {tuple(state[k].shape)}, its config makes it {wanted[k]}" for k in sorted(wanted)
+             if tuple(state[k].shape) != wanted[k]]
+    if wrong:
+        raise HeadLoadError(f"the head in {where} does not match its config: {_listed(wrong)}")
+    head = EagleHead(spec.config, spec.info)
+    head.load_state_dict(state)
     return head
 
 

@@ -221,3 +221,17 @@ def test_speculators_leaves_out_defaults_and_the_layer_class_supplies_them(tiny_
     head = load(tiny_target, folder)
     assert head.config.hd == 128 and not head.config.norm_before_residual
     assert any("speculators' own default" in n for n in head.info.notes)
+
+
+@pytest.mark.parametrize("edit,expect", [
+    (lambda c: c["transformer_layer_config"].update(vocab_size=10 ** 12), "maps to a vocabulary of 1000000000000"),
+    (lambda c: c["transformer_layer_config"].update(intermediate_size=10 ** 9), "does not match its config"),
+    (lambda c: c["transformer_layer_config"].update(hidden_size="32"), "field 'hidden_size'"),
+    (lambda c: c.update(draft_vocab_size=0), "not positive whole numbers: draft_vocab_size=0"),
+    (lambda c: c["transformer_layer_config"].update(num_key_value_heads=3), "4 attention heads over 3"),
+    (lambda c: c.update(eagle_config="yes"), "eagle_config is not an object"),
+])
+def test_a_config_is_checked_before_anything_is_allocated_from_it(edit, expect, tiny_target, tmp_path):
+    _, folder = write_variant("two layers", tmp_path / "head")
+    rewrite(folder, edit)
+    assert expect in refused(tiny_target, folder)
