@@ -56,7 +56,6 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
     make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
-    announce_drafters({args.drafter: make} if method.needs_draft else {})
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):
@@ -65,6 +64,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
             sessions.append(Session(target, method, r["prompt"], sampling, args.max_new_tokens, make()))
         except ValueError as exc:  # SessionError included: name the prompt, the file may hold hundreds
             raise ValueError(f"prompt {n} (id {r['id']!r}): {exc}") from None
+    announce_drafters({args.drafter: make} if method.needs_draft else {})  # only once nothing can fail here
     return rows, sessions
 
 
