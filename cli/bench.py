@@ -9,16 +9,19 @@ prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
 the measured cost ratio c of one draft forward to one target forward, read off the cost curves
 (core/cost_model.py, 256 cached tokens; SpecBound counts δ in target-forward equivalents, so its c is 1).
+The compatibility readout (core/compat.py) follows the tables: acceptance by draft position, the head's
+layout, taps and draft vocabulary, and the share of the committed text its draft vocabulary holds.
 """
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 
-from cli.common import add_common_args, fail, method_knobs, run_main
+from cli.common import add_common_args, announce_drafters, fail, method_knobs, run_main
+from core.compat import PositionTally, drafter_context, readout
 from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
@@ -38,6 +41,14 @@ class Row(Totals):
     draft_ms: float = 0.0
     verify_ms: float = 0.0
     mismatches: int = 0  # prompts whose greedy output differs from AR (should stay 0)
+    tally: PositionTally = field(default_factory=PositionTally)  # for the compatibility readout
+    head: dict | None = None  # the EAGLE-3 head's HeadInfo, when the row drafts with one
+
+    def compat(self) -> dict:
+        """The readout as JSON columns."""
+        r = readout(self.tally, self.head)
+        return {"acceptance_by_position": r.acceptance, "reached_by_position": r.reached,
+                "vocab_coverage": r.coverage, "head": r.head, "compat_warning": r.warning}
 
 
 def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict]:
@@ -65,6 +76,8 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str,
             row.build_ms += sum(t.build_ms for t in res.traces)
             row.draft_ms += sum(t.draft_ms for t in res.traces)
             row.verify_ms += sum(t.verify_ms for t in res.traces)
+            row.head, vocab = drafter_context(draft)
+            row.tally.add(res.traces, vocab)
             if name == "ar":
                 ar_out[n] = res.output_ids
             elif sampling.greedy and res.output_ids != ar_out.get(n):
@@ -85,6 +98,28 @@ def table(title: str, rows: list[Row], ar: Row, repeats: dict[str, list[float]] 
                      f"| {r.modelled_r:.2f} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
                      f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.calibration:.2f} | {r.mismatches} |{per}")
     return "\n".join(lines)
+
+
+def compat_table(rows: list[Row], positions: int = 4) -> str:
+    """Acceptance by draft position (each share over the steps whose tree reached that position), the
+    draft vocabulary's coverage of the committed text and the head, for every row that drafted."""
+    cols = " | ".join(f"pos {d}" for d in range(positions))
+    lines = ["### Compatibility readout (acceptance by draft position: of the steps whose tree reached it)", "",
+             f"| method | steps | {cols} | draft-vocab coverage | head |", "|---|---|" + "---|" * (positions + 2)]
+    warnings = []
+    for r in rows:
+        c = readout(r.tally, r.head)
+        if not c.steps:
+            continue
+        accs = [f"{a:.0%} ({n})" for a, n in zip(c.acceptance, c.reached)][:positions]
+        accs += ["–"] * (positions - len(accs))
+        cov = f"{c.coverage:.1%}" if c.coverage is not None else "–"
+        taps = ",".join(map(str, c.head["taps"])) if c.head else ""
+        head = f"{c.head['dialect']}, taps {taps} ({c.head['tap_rule']})" if c.head else "–"
+        lines.append(f"| {r.label} | {c.steps} | {' | '.join(accs)} | {cov} | {head} |")
+        if c.warning:
+            warnings.append(f"- {r.label}: {c.warning}")
+    return "\n".join(lines + ([""] + warnings if warnings else []))
 
 
 def peer_table(prompts, target, draft, max_new, exit_layers: list[int]) -> tuple[str, list[dict]]:
@@ -159,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
                      for d in used}
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
+    announce_drafters(factories)
     rows = {label: Row(label=label) for label, _, _, _ in all_specs}
     c = {}
     for d, make in factories.items():  # first-call allocations and the cost curves (c, `auto`) out of the way
@@ -181,15 +217,17 @@ def main(argv: list[str] | None = None) -> None:
     ar = rows[[s for s in specs if s[1] == "ar"][0][0]]
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
            "max_new_tokens": args.max_new_tokens, "c": c,
-           "rows": [{**{k: v for k, v in asdict(r).items() if k != "points"}, "mat": r.mat, "mean_delta": r.mean_delta,
+           "rows": [{**{k: v for k, v in asdict(r).items() if k not in ("points", "tally", "head")},
+                     "mat": r.mat, "mean_delta": r.mean_delta,
                      "tok_s": r.tok_s, "speedup": speedup(ar.wall_s, r.wall_s), "modelled_r": r.modelled_r,
-                     "oracle_share": r.oracle_share, "calibration": r.calibration, "tok_s_per_repeat": repeats[r.label]}
-                    for r in rows.values()]}
+                     "oracle_share": r.oracle_share, "calibration": r.calibration, "tok_s_per_repeat": repeats[r.label],
+                     **r.compat()} for r in rows.values()]}
     reps = f", {args.repeat} repeats" if args.repeat > 1 else ""
     texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens{reps})",
                    [rows[s[0]] for s in specs], ar, shown)]
     if sweeps:
         texts.append(table("Sweeps", [ar] + [rows[s[0]] for s in sweeps], ar, shown))
+    texts.append(compat_table(list(rows.values())))
     if args.peers:
         draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device)
         text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens,

@@ -6,7 +6,7 @@ import sys
 from typing import Callable
 
 from core.device import pick_device
-from core.drafter_loading import DEFAULT_DRAFTER
+from core.drafter_loading import DEFAULT_DRAFTER, DrafterFactory
 from core.drafters import DRAFTERS
 from core.loading import DEFAULT_TARGET
 from core import knobs
@@ -31,6 +31,15 @@ def run_main(main: Callable[[], None]) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+def announce_drafters(factories: dict[str, DrafterFactory]) -> None:
+    """One stderr line per drafter that reads a published head: its layout, taps and the rule that chose
+    them, draft vocabulary and variants (a wrong tap set fails silently, so say which one is in use)."""
+    for name, make in factories.items():
+        info = getattr(make(), "info", None)
+        if info is not None:
+            print(f"drafter {name}: {info.line()}", file=sys.stderr)
 
 
 def device_arg(name: str) -> str:

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from cli.common import OneLineParser, add_common_args, fail, method_knobs, run_main
+from cli.common import OneLineParser, add_common_args, announce_drafters, fail, method_knobs, run_main
 from core.drafter_loading import HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import ModelLoadError, load_model
@@ -64,6 +64,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
             sessions.append(Session(target, method, r["prompt"], sampling, args.max_new_tokens, make()))
         except ValueError as exc:  # SessionError included: name the prompt, the file may hold hundreds
             raise ValueError(f"prompt {n} (id {r['id']!r}): {exc}") from None
+    announce_drafters({args.drafter: make} if method.needs_draft else {})  # only once nothing can fail here
     return rows, sessions
 
 

@@ -1,7 +1,8 @@
 """Name -> a factory of fresh drafters (one per session) with their shared read-only weights loaded once.
 
     model   the separate draft LM (`--draft` folder or Hub id; default: the embedded draft)
-    eagle3  an EAGLE-3 head in the published layout (`--draft` folder or Hub id; default: the embedded head)
+    eagle3  an EAGLE-3 head in any published layout (core/eagle3_dialects.py; `--draft` folder or Hub id;
+            default: the embedded head)
     lookup  prompt lookup: no weights at all
 """
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""An EAGLE-3 draft head: one decoder layer that drafts from the target's own hidden states.
+"""An EAGLE-3 draft head: a decoder layer (or a few) that drafts from the target's own hidden states.
 
-Layout and tensor names follow the heads SafeAILab/EAGLE publishes, so theirs load here and ours load
-there: `fc` fuses the target's hidden states entering layers 2, L//2 and L-3 (low, mid, high; 3H -> H);
-`midlayer` is one Llama decoder layer whose q/k/v read 2H = [input_layernorm(embedding),
+Module names follow the heads SafeAILab/EAGLE publishes, so theirs load here and ours load there: `fc`
+fuses the target's hidden states at three taps (by default the ones entering layers 2, L//2 and L-3;
+low, mid, high; 3H -> H); `midlayer` is the EAGLE layer whose q/k/v read 2H = [input_layernorm(embedding),
 hidden_norm(state)] with the residual taken from the state; `norm` + `lm_head` score a reduced draft
-vocabulary, mapped back by `d2t` (target id = draft id + d2t[draft id]); `t2d` marks target ids that
-have a draft id. Both buffers are absent when the two vocabularies are equal. The token embedding is
-the target's own (frozen) and is not stored with the head. A config may name other depths for fc in
-`eagle_aux_hidden_state_layer_ids` (the field vLLM and speculators read).
+vocabulary, mapped back by `d2t` (target id = draft id + d2t[draft id]); `t2d` marks target ids that have
+a draft id. Both buffers are absent when the two vocabularies are equal. The token embedding is the
+target's own (frozen) and is not stored with the head, unless the head is narrower than its target or
+was trained with an embedding of its own (`own_embedding`). Other publishers' layouts are mapped onto
+these names by core/eagle3_dialects.py; the variants they carry (more layers, biases, Qwen3 q/k norms,
+norms before fc, rope scaling, the MLP's activation) are fields of EagleConfig, off by default.
 
 Entry t of the head pairs the target's fused state f_t with the next token x_{t+1} at position t, and
 its output state s_t predicts x_{t+2}. Drafting deeper, a node feeds its parent's s back in place of
@@ -15,11 +17,17 @@ f: the "training-time test" in cli/train_eagle3.py unrolls exactly that.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+from core.eagle3_layers import ATTN, MLP_LINEARS, DecoderLayer, MidLayer, RMSNorm
+from core.head_info import HeadInfo
 
 
 @dataclass
@@ -38,29 +46,46 @@ class EagleConfig:
     # which target hidden states fc fuses (0 = embeddings, i = input of layer i), under the name vLLM and
     # speculators give it; None = the published default (2, L//2, L-3)
     eagle_aux_hidden_state_layer_ids: list[int] | None = None
+    num_hidden_layers: int = 1  # the EAGLE layer, then plain decoder layers
+    hidden_act: str = "silu"
+    rope_scaling: dict | None = None  # transformers' rope parameters beyond rope_theta ({"rope_type": ..., ...})
+    norm_before_residual: bool = False  # the EAGLE layer's residual is hidden_norm(state)
+    norm_before_fc: bool = False  # one RMSNorm over the 3 fused states (3H) before fc
+    fc_norm: bool = False  # one RMSNorm per fused state before fc
+    qk_norm: bool = False  # Qwen3-type layers: per-head RMSNorm on q and k
+    biases: tuple[str, ...] = ()  # linears with a bias: "fc" and per-layer q_proj, ..., down_proj
+    own_embedding: bool = False  # the head embeds tokens itself (embed_tokens)
 
     @property
     def hd(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
     @property
-    def feature_size(self) -> int:
-        return 3 * (self.target_hidden_size or self.hidden_size)
+    def width(self) -> int:
+        """The target's hidden size, which fc reads."""
+        return self.target_hidden_size or self.hidden_size
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "EagleConfig":
-        names = cls.__dataclass_fields__
-        d = {**d.get("eagle_config", {}), **d}  # some releases nest the EAGLE fields there
-        cfg = cls(**{k: d[k] for k in names if k in d and d[k] is not None})
-        if "draft_vocab_size" not in d:
-            cfg.draft_vocab_size = cfg.vocab_size
-        return cfg
+    @property
+    def feature_size(self) -> int:
+        return 3 * self.width
 
     def to_dict(self) -> dict:
-        """The published config.json fields (a Llama config with one layer and draft_vocab_size)."""
-        d = {k: v for k, v in asdict(self).items() if v is not None}
-        return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1,
-                "hidden_act": "silu", "tie_word_embeddings": False, **d}
+        """The published config.json fields (a Llama config with draft_vocab_size); variants under the names
+        their publishers give them, written only when set."""
+        keys = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
+                "draft_vocab_size", "rms_norm_eps", "rope_theta", "max_position_embeddings", "head_dim",
+                "target_hidden_size", "eagle_aux_hidden_state_layer_ids")
+        d = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        flags = {k: True for k in ("norm_before_residual", "norm_before_fc", "fc_norm") if getattr(self, k)}
+        if set(ATTN) <= set(self.biases):
+            flags["attention_bias"] = True
+        if set(MLP_LINEARS) <= set(self.biases):
+            flags["mlp_bias"] = True
+        if self.rope_scaling:
+            flags["rope_scaling"] = self.rope_scaling
+        return {"architectures": ["LlamaForCausalLM"], "model_type": "qwen3" if self.qk_norm else "llama",
+                "num_hidden_layers": self.num_hidden_layers, "hidden_act": self.hidden_act,
+                "tie_word_embeddings": False, **d, **flags}
 
 
 def feature_layers(num_layers: int, ids: list[int] | None = None) -> tuple[int, int, int]:
@@ -74,97 +99,81 @@ def feature_layers(num_layers: int, ids: list[int] | None = None) -> tuple[int, 
     return tuple(int(i) for i in ids)
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, size: int, eps: float) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(size))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+def rotary(c: EagleConfig) -> LlamaRotaryEmbedding:
+    """transformers' own rotary embedding for the head's geometry, so every rope_scaling type it knows
+    (linear, dynamic, yarn, longrope, llama3) is computed by its own functions."""
+    params = {"rope_type": "default", **(c.rope_scaling or {}), "rope_theta": c.rope_theta}
+    cfg = LlamaConfig(hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads, head_dim=c.hd,
+                      max_position_embeddings=c.max_position_embeddings, rope_parameters=params)
+    return LlamaRotaryEmbedding(cfg)
 
 
-class Attention(nn.Module):
-    def __init__(self, c: EagleConfig) -> None:
-        super().__init__()
-        self.q_proj = nn.Linear(2 * c.hidden_size, c.num_attention_heads * c.hd, bias=False)
-        self.k_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.hd, bias=False)
-        self.v_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.hd, bias=False)
-        self.o_proj = nn.Linear(c.num_attention_heads * c.hd, c.hidden_size, bias=False)
-
-
-class MLP(nn.Module):
-    def __init__(self, c: EagleConfig) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(c.intermediate_size, c.hidden_size, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
-class MidLayer(nn.Module):
-    def __init__(self, c: EagleConfig) -> None:
-        super().__init__()
-        self.self_attn = Attention(c)
-        self.mlp = MLP(c)
-        self.hidden_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.input_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
+KV = Callable[[int, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 class EagleHead(nn.Module):
-    def __init__(self, c: EagleConfig) -> None:
+    def __init__(self, c: EagleConfig, info: HeadInfo | None = None) -> None:
         super().__init__()
-        self.config = c
-        self.fc = nn.Linear(c.feature_size, c.hidden_size, bias=False)
+        self.config, self.info = c, info
+        if c.norm_before_fc:
+            self.input_norm = RMSNorm(c.feature_size, c.rms_norm_eps)
+        if c.fc_norm:
+            self.fc_norm = nn.ModuleList(RMSNorm(c.width, c.rms_norm_eps) for _ in range(3))
+        self.fc = nn.Linear(c.feature_size, c.hidden_size, bias="fc" in c.biases)
         self.midlayer = MidLayer(c)
+        self.extra_layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.num_hidden_layers - 1))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.lm_head = nn.Linear(c.hidden_size, c.draft_vocab_size, bias=False)
+        if c.own_embedding:
+            self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
         if c.draft_vocab_size != c.vocab_size:
             self.register_buffer("d2t", torch.zeros(c.draft_vocab_size, dtype=torch.long))
             self.register_buffer("t2d", torch.zeros(c.vocab_size, dtype=torch.bool))
-        inv_freq = 1.0 / c.rope_theta ** (torch.arange(0, c.hd, 2, dtype=torch.float32) / c.hd)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.rotary = rotary(c)
 
     @property
     def reduced(self) -> bool:
         return self.config.draft_vocab_size != self.config.vocab_size
 
+    def fuse(self, feats: torch.Tensor) -> torch.Tensor:
+        """The target's tapped states (…, 3H_t) -> fc's fused state (…, H), through the norms some heads put
+        before fc (speculators' `norm_before_fc` over all 3H_t, `fc_norm` per tapped state)."""
+        if hasattr(self, "input_norm"):
+            feats = self.input_norm(feats)
+        if hasattr(self, "fc_norm"):
+            feats = torch.cat([norm(f) for norm, f in zip(self.fc_norm, feats.chunk(3, -1))], -1)
+        return self.fc(feats)
+
     def rope(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """positions (..., T) -> cos, sin (..., 1, T, D): broadcast over heads."""
-        freqs = positions[..., None].float() * self.inv_freq  # (..., T, D/2)
-        emb = torch.cat((freqs, freqs), dim=-1)[..., None, :, :]
-        return emb.cos().to(dtype), emb.sin().to(dtype)
+        """positions (B, T) -> cos, sin (B, 1, T, D): broadcast over heads."""
+        cos, sin = self.rotary(torch.empty(0, dtype=dtype, device=positions.device), positions)  # (B, T, D)
+        return cos[:, None], sin[:, None]
 
     def qkv(self, emb: torch.Tensor, state: torch.Tensor, positions: torch.Tensor):
-        """emb, state: (B, T, H); positions (B, T). Returns q (B, nh, T, D), k, v (B, nkv, T, D)."""
-        c, attn = self.config, self.midlayer.self_attn
-        x = torch.cat((self.midlayer.input_layernorm(emb), self.midlayer.hidden_norm(state)), -1)  # (B, T, 2H)
-        B, T, _ = x.shape
-        q = attn.q_proj(x).view(B, T, c.num_attention_heads, c.hd).transpose(1, 2)
-        k = attn.k_proj(x).view(B, T, c.num_key_value_heads, c.hd).transpose(1, 2)
-        v = attn.v_proj(x).view(B, T, c.num_key_value_heads, c.hd).transpose(1, 2)
-        cos, sin = self.rope(positions, q.dtype)
-        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
+        """The EAGLE layer's projections. emb, state: (B, T, H); positions (B, T).
+        Returns q (B, nh, T, D), k, v (B, nkv, T, D)."""
+        cos, sin = self.rope(positions, emb.dtype)
+        return self.midlayer.self_attn.project(self.midlayer.attn_input(emb, state), cos, sin)
 
     def attend(self, state: torch.Tensor, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                mask: torch.Tensor) -> torch.Tensor:
-        """The rest of the layer: attention over keys/values (B, nkv, S, D) under mask (T, S), residual
-        from `state` (B, T, H), then the MLP. Returns the head's output state (B, T, H)."""
-        c = self.config
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
-                                             enable_gqa=c.num_attention_heads != c.num_key_value_heads)
-        B, _, T, _ = out.shape
-        h = state + self.midlayer.self_attn.o_proj(out.transpose(1, 2).reshape(B, T, -1))
-        return h + self.midlayer.mlp(self.midlayer.post_attention_layernorm(h))
+        """The rest of the EAGLE layer: attention over keys/values (B, nkv, S, D) under mask (T, S), residual
+        from `state` (B, T, H), then the MLP. Returns its output state (B, T, H)."""
+        return self.midlayer.finish(state, self.midlayer.self_attn.attend(q, keys, values, mask))
+
+    def forward(self, emb: torch.Tensor, state: torch.Tensor, positions: torch.Tensor, kv: KV,
+                mask: torch.Tensor) -> torch.Tensor:
+        """Every layer over T entries. emb, state (B, T, H); positions (B, T); `kv(i, k, v)` stores layer i's
+        new keys/values (B, nkv, T, D) and returns all it attends to (B, nkv, S, D); mask (T, S).
+        Returns the head's output state (B, T, H)."""
+        cos, sin = self.rope(positions, emb.dtype)
+        attn = self.midlayer.self_attn
+        q, k, v = attn.project(self.midlayer.attn_input(emb, state), cos, sin)
+        h = self.midlayer.finish(state, attn.attend(q, *kv(0, k, v), mask))
+        for i, layer in enumerate(self.extra_layers, start=1):
+            q, k, v = layer.self_attn.project(layer.input_layernorm(h), cos, sin)
+            h = layer.finish(h, layer.self_attn.attend(q, *kv(i, k, v), mask))
+        return h
 
     def logits(self, state: torch.Tensor) -> torch.Tensor:
         """(…, H) -> (…, draft_vocab) logits over the draft vocabulary."""
@@ -174,3 +183,8 @@ class EagleHead(nn.Module):
         """(draft_vocab,) target id of each draft id."""
         ids = torch.arange(self.config.draft_vocab_size, device=self.lm_head.weight.device)
         return ids + self.d2t if self.reduced else ids
+
+    @cached_property
+    def draft_vocab(self) -> frozenset[int]:
+        """The target ids the head can propose (for the compatibility readout's coverage)."""
+        return frozenset(self.draft_ids().tolist())

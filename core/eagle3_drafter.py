@@ -6,14 +6,19 @@ tokens the context entries are t = 0 .. n-2 and the last one's output state prop
 children). A tree node at depth d sits at position n-1+d and pairs its token with its parent's output
 state. The head's K/V over the context live in a one-layer cache of their own; tree entries are
 scratch beyond it and are dropped after verification, because the context entries must read the
-target's true states, which the verification forward has just produced for the accepted path.
+target's true states, which the verification forward has just produced for the accepted path. A head
+with several layers keeps one cache layer per decoder layer; one narrower than its target embeds tokens
+with its own table.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
 from core.drafters import node_mask
 from core.eagle3 import EagleHead, feature_layers
+from core.head_info import HeadInfo
 from core.kv_cache import KVCache
 from core.model import CausalLM, causal_mask
 from core.trace import ROOT
@@ -30,12 +35,35 @@ class EagleDrafter:
         self.cache: KVCache | None = None
         self.fused: torch.Tensor | None = None  # (max_len, H): fc(f_t) for known positions
 
+    @property
+    def info(self) -> HeadInfo:
+        """What the head is (dialect, taps and the rule that chose them, draft vocabulary, variants)."""
+        c = self.head.config
+        info = self.head.info or HeadInfo(dialect="in memory", tap_rule="top-level" if c.eagle_aux_hidden_state_layer_ids
+                                          else "default", draft_vocab=c.draft_vocab_size, vocab=c.vocab_size,
+                                          layers=c.num_hidden_layers)
+        return dataclasses.replace(info, taps=self.taps)
+
+    def head_info(self) -> dict:
+        """The plain dict the trace export and the page attach where the drafter is named."""
+        return self.info.to_dict()
+
+    @property
+    def draft_vocab(self) -> frozenset[int]:
+        return self.head.draft_vocab
+
+    def embed(self, tokens: list[int]) -> torch.Tensor:
+        """(T,) token ids -> (T, H): the head's own table when it has one, else the target's."""
+        ids = torch.tensor(tokens, device=self.target.device)
+        own = getattr(self.head, "embed_tokens", None)
+        return own(ids) if own is not None else self.target.embed(ids)
+
     def prefill(self, ids: list[int], feats: torch.Tensor | None, max_len: int) -> None:
         c, t = self.head.config, self.target
-        self.cache = KVCache(1, c.num_key_value_heads, c.hd, max_len, t.dtype, t.device)
+        self.cache = KVCache(c.num_hidden_layers, c.num_key_value_heads, c.hd, max_len, t.dtype, t.device)
         self.fused = torch.zeros(max_len, c.hidden_size, dtype=t.dtype, device=t.device)
         if feats is not None and len(feats):
-            self.fused[: len(feats)] = self.head.fc(feats)  # (n-1, 3H) -> (n-1, H)
+            self.fused[: len(feats)] = self.head.fuse(feats)  # (n-1, 3H_t) -> (n-1, H)
 
     def begin(self, ids: list[int]) -> None:
         self.ids = ids
@@ -48,13 +76,17 @@ class EagleDrafter:
         return self.cache.max_len - max(self.cache.length, self.n - 1)
 
     def _run(self, emb: torch.Tensor, state: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """One pass of the decoder layer over T entries written at the cache's end: (T, H) -> (T, H)."""
-        start = self.cache.length
-        q, k, v = self.head.qkv(emb[None], state[None], positions[None])  # (1, nh, T, D), (1, nkv, T, D)
-        self.cache.write(0, start, k[0], v[0])
-        self.cache.length = start + emb.shape[0]
-        keys, values = self.cache.view(0, self.cache.length)  # (nkv, S, D)
-        return self.head.attend(state[None], q, keys[None], values[None], mask)[0]
+        """One pass of the head's layers over T entries written at the cache's end: (T, H) -> (T, H)."""
+        start, end = self.cache.length, self.cache.length + emb.shape[0]
+
+        def kv(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            self.cache.write(i, start, k[0], v[0])  # k, v (1, nkv, T, D)
+            keys, values = self.cache.view(i, end)  # (nkv, S, D)
+            return keys[None], values[None]
+
+        out = self.head(emb[None], state[None], positions[None], kv, mask)[0]
+        self.cache.length = end
+        return out
 
     def _logits(self, states: torch.Tensor) -> torch.Tensor:
         """(F, H) -> (F, V) logits over the target's vocabulary; ids outside the draft vocabulary get -inf."""
@@ -70,13 +102,13 @@ class EagleDrafter:
             if end <= 0:  # a one-token context has no target state to read
                 return torch.full((1, self.target.vocab_size), float("-inf"), device=dev)
             if end > start:
-                emb = self.target.embed(torch.tensor(self.ids[start + 1: end + 1], device=dev))  # x_{t+1}
+                emb = self.embed(self.ids[start + 1: end + 1])  # x_{t+1}
                 out = self._run(emb, self.fused[start:end], torch.arange(start, end, device=dev),
                                 causal_mask(start, end - start, dev))
                 self.root_state = out[-1]
             else:  # only after a step that drafted nothing: recompute the last entry's state
                 self.cache.length = end - 1
-                emb = self.target.embed(torch.tensor(self.ids[end: end + 1], device=dev))
+                emb = self.embed(self.ids[end: end + 1])
                 out = self._run(emb, self.fused[end - 1: end], torch.tensor([end - 1], device=dev),
                                 causal_mask(end - 1, 1, dev))
                 self.root_state = out[-1]
@@ -85,7 +117,7 @@ class EagleDrafter:
         start = self.cache.length
         mask = node_mask(frontier, tree, self.slots, self.n - 1, start, dev)
         positions = torch.tensor([self.n - 1 + tree.depths[f] for f in frontier], device=dev)
-        emb = self.target.embed(torch.tensor([tree.tokens[f] for f in frontier], device=dev))
+        emb = self.embed([tree.tokens[f] for f in frontier])
         out = self._run(emb, torch.stack(parents), positions, mask)  # (F, H)
         for row, node in enumerate(frontier):
             self.states[node] = out[row]
@@ -96,7 +128,7 @@ class EagleDrafter:
         i.e. positions n - P .. n - 1 + len(path)."""
         if feats is not None and len(feats):
             first = self.n - (len(feats) - len(path))
-            self.fused[first: first + len(feats)] = self.head.fc(feats)
+            self.fused[first: first + len(feats)] = self.head.fuse(feats)
         self.cache.rollback(min(self.cache.length, max(0, self.n - 1)))
 
     def drop(self) -> None:

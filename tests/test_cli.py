@@ -173,7 +173,8 @@ def test_a_failing_prompt_writes_an_error_line_and_the_others_still_run(tmp_path
     with pytest.raises(SystemExit) as exc:
         generate.main(["--method", "chain", "--prompts", str(path), "--max-new-tokens", "4"])
     out, err = capsys.readouterr()
-    assert exc.value.code == 1 and len(err.strip().splitlines()) == 1 and "1 of 3 prompts failed" in err
+    *named, last = err.strip().splitlines()  # the drafter's line, then the one error line
+    assert exc.value.code == 1 and "1 of 3 prompts failed" in last and all(n.startswith("drafter ") for n in named)
     rows = [json.loads(line) for line in out.splitlines()]  # every line is whole JSON
     assert [r["id"] for r in rows] == [0, 1, 2]
     assert rows[1] == {"id": 1, "method": "chain", "error": "RuntimeError: injected failure"}

@@ -51,13 +51,15 @@ def test_a_head_of_another_width_is_refused_in_one_line(tmp_path):
     assert "hidden size 48" in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("nested", [False, True])
-def test_a_head_naming_its_feature_layers_reads_them_and_decodes_losslessly(tmp_path, nested):
+@pytest.mark.parametrize("written,nested,taps", [([1, 2, 4], False, (1, 2, 4)),  # top level: hidden-state indices
+                                                 ([1, 2, 3], True, (2, 3, 4)),  # eagle_config, first id 1: outputs
+                                                 ([2, 3, 4], True, (2, 3, 4))])  # eagle_config, first id 2: inputs
+def test_a_head_naming_its_feature_layers_reads_them_and_decodes_losslessly(tmp_path, written, nested, taps):
     target = tiny_lm("llama", seed=0, num_hidden_layers=4)
-    folder = write_tiny_head(target, tmp_path / "taps", taps=[1, 2, 4], nested=nested)
+    folder = write_tiny_head(target, tmp_path / "taps", taps=written, nested=nested)
     head = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype, 4)
     drafter = EagleDrafter(head, target)
-    assert drafter.taps == (1, 2, 4)  # 4 = the last layer's output
+    assert drafter.taps == taps  # 4 = the last layer's output
     assert EagleDrafter(head_of(target, tmp_path / "default"), target).taps == (2, 2, 1)  # 2, L//2, L-3
     prompt = [5, 17, 33, 8, 21]
     ar = Session(target, ARMethod(), prompt, max_new_tokens=30).generate()

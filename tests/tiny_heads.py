@@ -15,7 +15,8 @@ def write_tiny_head(target: CausalLM, folder: Path, draft_vocab: int | None = No
                     seed: int = 0, taps: list[int] | None = None, nested: bool = False) -> Path:
     """A random head for `target` over `draft_vocab` target ids (None: the full vocabulary, no d2t/t2d),
     reading the target's hidden states `taps` (None: the published default), named at the config's top
-    level or, with `nested`, inside an `eagle_config` block as some releases do."""
+    level (hidden-state indices) or, with `nested`, written as given inside an `eagle_config` block, where
+    the loader reads them by SGLang's rule (+1 when the first id is 1)."""
     c = target.config
     vocab = target.vocab_size
     cfg = EagleConfig(hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,
