@@ -20,9 +20,11 @@ from ui.handlers import PLAY, export_trace, remeasure, set_speed, toggle_play
 from ui.knobs import SAMPLING_KNOBS, Knob
 from ui.http_guard import DeepLinkGuard
 from ui.importer import max_bytes
-from ui.limits import CACHES, engine_concurrency, state_capacity, state_ttl_s, torch_threads
-from ui.models import model_box_info
+from ui.limits import engine_concurrency, state_capacity, state_ttl_s, torch_threads
+from ui.gpu import remote
+from ui.models import model_box_info, preload
 from ui.preview import PREVIEW
+from ui.run import forget
 from ui.share import FIELDS, apply_link, share_query
 from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, cancel_compare, cancel_sweep, cost_curve, load_models,
                              run_compare, run_sweep, sweep_defaults)
@@ -42,7 +44,7 @@ IMPORTS = dict(concurrency_id="import", concurrency_limit=1)  # trace imports: p
 
 def run_state() -> gr.State:
     """A visitor's Run: kept SPECSCOPE_STATE_TTL_S after its last update; its caches are freed when it goes."""
-    return gr.State(None, time_to_live=state_ttl_s(), delete_callback=CACHES.forget)
+    return gr.State(None, time_to_live=state_ttl_s(), delete_callback=forget)
 
 
 def knob_input(k: Knob):
@@ -306,6 +308,10 @@ def expire_when_closed(demo: gr.Blocks, request: gr.Request) -> None:
     state = holder.session_data.get(request.session_hash) if holder is not None else None
     if state is not None and hasattr(state, "STATE_TTL_WHEN_CLOSED"):
         state.STATE_TTL_WHEN_CLOSED = min(state.STATE_TTL_WHEN_CLOSED, state_ttl_s())
+
+
+if remote():  # ZeroGPU (or its emulation): weights load at import, before any worker is forked
+    preload()
 
 
 def warm_up() -> None:

@@ -13,6 +13,7 @@ the text, traces and random state are as before it and the caches are rebuilt on
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -26,6 +27,24 @@ from core.trace import GenerationResult, StepTrace
 
 class SessionError(ValueError):
     """Bad input to a session (empty prompt, prompt too long, bad knob); the message is for users."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a session stands, as plain data: its committed text, how many steps made it, the sampler's state
+    and why it stopped. Enough to rebuild the session anywhere (another process, after its caches or the
+    whole session were dropped) and continue exactly: caches are rebuilt from the text by the next step.
+    What a method learned across steps (`auto`'s history) is not carried: a rebuilt `auto` starts afresh,
+    which changes which trees it drafts but never the output's exactness."""
+    ids: tuple[int, ...]
+    prompt_len: int
+    steps: int
+    rng: bytes
+    stop_reason: str | None = None
+
+    @property
+    def output_ids(self) -> list[int]:
+        return list(self.ids[self.prompt_len:])
 
 
 class Method(Protocol):
@@ -87,6 +106,7 @@ class Session:
         self.prompt_ids = list(prompt)
         self.ids = list(prompt)
         self.traces: list[StepTrace] = []
+        self.steps_before = 0  # steps made before this object existed (a session rebuilt from a Snapshot)
         self.stop_reason: str | None = None
         self.gen = torch.Generator(device=target.device).manual_seed(sampling.seed)
         self.tcache: KVCache | None = None  # allocated by the first step, so building a session is cheap
@@ -95,6 +115,21 @@ class Session:
         # caches hold what this session can reach, plus what one step may write beyond it
         reach = min(target.max_context, len(self.prompt_ids) + max_new_tokens)
         self.cache_len = reach + getattr(method, "scratch", 64)
+
+    def snapshot(self) -> Snapshot:
+        state = self.gen.get_state()  # (n,) uint8 on the CPU, whatever the generator's device
+        return Snapshot(tuple(self.ids), len(self.prompt_ids), self.steps_before + len(self.traces),
+                        bytes(state.tolist()), self.stop_reason)
+
+    def restore(self, snap: Snapshot) -> None:
+        """Continue from `snap` (taken from a session of the same model, method and sampling): the committed
+        text, step count, sampler state and stop reason; the caches are rebuilt by the next step."""
+        if list(snap.ids[:snap.prompt_len]) != self.prompt_ids:
+            raise SessionError("the snapshot belongs to another prompt")
+        self.ids, self.traces, self.steps_before = list(snap.ids), [], snap.steps
+        self.stop_reason = snap.stop_reason
+        self.gen.set_state(torch.tensor(list(snap.rng), dtype=torch.uint8))
+        self.drop_caches()
 
     def _prefill(self) -> None:
         """Cache everything committed but the last token, which the next step feeds (target and drafter)."""
@@ -160,7 +195,8 @@ class Session:
         return trace
 
     def new_trace(self) -> StepTrace:
-        return StepTrace(index=len(self.traces), method=self.method.name, context_len=len(self.ids))
+        return StepTrace(index=self.steps_before + len(self.traces), method=self.method.name,
+                         context_len=len(self.ids))
 
     @torch.inference_mode()
     def step(self) -> StepTrace:

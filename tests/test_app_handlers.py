@@ -29,10 +29,10 @@ def test_step_draws_tree_and_returns_trace():
 
 def test_static_side_by_side_leaves_the_session_text_alone():
     run = step(None)["run"]
-    ids = list(run.session.ids)
+    ids = list(run.ids)
     extras = h.extras(VIEWS["talon"], run=run)
     static, scatter, stats = extras["static"], extras["scatter"], extras["stats"]
-    assert run.session.ids == ids and len(run.traces) == 1
+    assert run.ids == ids and len(run.traces) == 1
     assert run.shadows[0].method == "static" and run.shadows[0].context_len == run.traces[0].context_len
     assert n_nodes(static) == len(run.shadows[0].nodes) <= 16
     assert [t.name for t in scatter.data][:2] == ["talon", "static (same prefix)"]
@@ -123,7 +123,7 @@ def test_play_streams_the_text_token_by_token_and_ends_at_ar_greedy(monkeypatch)
     assert [len(b) > len(a) for a, b in zip(texts, texts[1:])].count(False) == 0  # one more token each time
     target = get_models("embedded", "embedded", needs_draft=False)[0]
     ar = Session(target, ARMethod(), PROMPT, max_new_tokens=24).generate()
-    assert run.session.output_ids == ar.output_ids  # greedy: exactly AR's tokens
+    assert run.output_ids == ar.output_ids  # greedy: exactly AR's tokens
     assert texts[-1] == run.prompt_text() + "".join(t for s in run.traces for t in s.committed_texts)
     assert texts[-1].endswith(target.tokenizer.decode(ar.output_ids))
 
@@ -140,7 +140,7 @@ def test_export_trace_file_and_data(tmp_path):
         saved = json.load(f)
     assert saved == json.loads(json.dumps(data))
     assert len(saved["steps"]) == 2 and saved["config"]["N"] == 16
-    assert saved["output_ids"] == run.session.output_ids
+    assert saved["output_ids"] == run.output_ids
     with pytest.raises(gr.Error, match="nothing to export"):
         h.export_trace(None)
 
@@ -178,11 +178,11 @@ def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():
     from ui.baseline import BASELINES
     run = step(step(None)["run"])["run"]
     h.extras(VIEWS["talon"], run=run, with_static=False)
-    assert len(run.base.token_ms) == len(run.session.output_ids) > 0  # AR timed over the run's positions
-    assert run.base.output_ids == run.session.output_ids  # greedy: AR is the same text
+    assert len(run.base.token_ms) == len(run.output_ids) > 0  # AR timed over the run's positions
+    assert run.base.output_ids == run.output_ids  # greedy: AR is the same text
     other = step(None, prompt="import os\n")["run"]
     h.extras(VIEWS["talon"], run=other, with_static=False)
-    assert other.base.output_ids == other.session.output_ids != run.session.output_ids  # its own prompt's AR
+    assert other.base.output_ids == other.output_ids != run.output_ids  # its own prompt's AR
     c = run.config
     kept = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens)
     html = h.remeasure(run)

@@ -118,14 +118,14 @@ def test_reset_wins_over_a_step_in_flight(monkeypatch):
     import ui.run
     run = step(None)["run"]
     started, release = threading.Event(), threading.Event()
-    real = ui.run.timed_step
+    real = ui.run.run_steps
 
-    def slow(session):
+    def slow(*args, **kwargs):  # the engine call, held until Reset has been pressed (works in any gpu mode)
         started.set()
         release.wait(10)
-        return real(session)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(ui.run, "timed_step", slow)
+    monkeypatch.setattr(ui.run, "run_steps", slow)
     result = {}
     worker = threading.Thread(target=lambda: result.update(step(run)))
     worker.start()
@@ -134,7 +134,7 @@ def test_reset_wins_over_a_step_in_flight(monkeypatch):
     release.set()
     worker.join(20)
     assert after_reset["run"] is None and result["run"] is None  # the step's result was discarded
-    monkeypatch.setattr(ui.run, "timed_step", real)
+    monkeypatch.setattr(ui.run, "run_steps", real)
     fresh = step(result["run"])["run"]
     assert fresh is not run and len(fresh.traces) == 1  # the next Step starts over: Reset was not undone
 

@@ -113,12 +113,14 @@ KNOBS = {"talon": (("N", 8), ("K", 4), ("mu", 0.05), ("k_init", 1), ("shape_temp
 
 
 def small_run(prompt: str, method: str = "talon"):
-    from ui.run import Run, RunConfig
+    from ui.config import RunConfig
+    from ui.run import Run
     return Run.start(RunConfig(method, prompt, KNOBS[method], max_new_tokens=24))
 
 
 def has_caches(run) -> bool:
-    return run.session.tcache is not None
+    from ui.worker import SESSIONS
+    return SESSIONS.has_caches(run.token)
 
 
 @pytest.mark.parametrize("method", ["talon", "specbound", "chain"])
@@ -136,21 +138,22 @@ def test_only_recently_stepped_sessions_keep_caches_and_evicted_ones_continue_ex
     alone = small_run(heldout_prompts[0], method)
     for _ in range(3):
         alone.step()
-    assert a.session.ids == alone.session.ids
+    assert a.ids == alone.ids
     assert [t.tau for t in a.traces] == [t.tau for t in alone.traces]
 
 
 def test_a_stepping_session_is_never_evicted_and_forget_frees_caches(monkeypatch, heldout_prompts):
-    from ui.limits import CACHES
+    from ui.run import forget
+    from ui.worker import SESSIONS
     monkeypatch.setenv("SPECSCOPE_CACHED_SESSIONS", "1")
     a, b = small_run(heldout_prompts[0]), small_run(heldout_prompts[1])
     a.step()
-    with a.lock:  # as if a were in the middle of a step in another thread
+    with SESSIONS.get(a.token).lock:  # as if a were in the middle of a step in another thread
         b.step()
         assert has_caches(a) and has_caches(b)
-    CACHES.forget(b)
-    assert not has_caches(b)
-    CACHES.forget(None)
+    forget(b)
+    assert not has_caches(b) and SESSIONS.get(b.token) is None
+    forget(None)
 
 
 def test_a_huge_prompt_is_refused_before_tokenizing(monkeypatch):
@@ -181,9 +184,9 @@ def test_export_files_are_pruned(monkeypatch):
 
 def test_page_state_has_a_time_to_live_and_frees_caches(monkeypatch):
     import app
-    from ui.limits import CACHES
+    from ui.run import forget
     monkeypatch.setenv("SPECSCOPE_STATE_TTL_S", "120")
     demo = app.build_demo()
     states = [b for b in demo.blocks.values() if isinstance(b, gr.State)]
     assert len(states) >= 2
-    assert all(s.time_to_live == 120 and s.delete_callback == CACHES.forget for s in states)
+    assert all(s.time_to_live == 120 and s.delete_callback == forget for s in states)

@@ -16,11 +16,11 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from core.engine import Session
-from core.methods import build_method
-from core.sampling import SamplingConfig
-from ui.models import get_models
 from core.metrics import Baseline
+from core.sampling import SamplingConfig
+from ui.config import RunConfig
+from ui.gpu import CHUNK, remote
+from ui.models import device as device_name
 
 CAPACITY = 16  # prompts whose AR timings are kept (each keeps a small AR cache only while it is unfinished)
 
@@ -31,45 +31,39 @@ def max_age_s() -> float:
     return float(value) if value.replace(".", "", 1).isdigit() else 600.0
 
 
-def timed_step(session: Session) -> float:
-    """One engine step's wall time in ms, with a prefill inside it taken out (runs and AR alike)."""
-    prefills = session.tcache is None
-    t0 = time.perf_counter()
-    session.step()
-    ms = (time.perf_counter() - t0) * 1000
-    return max(0.0, ms - session.prefill_ms) if prefills else ms
-
-
 class ARTimer:
-    """Plain AR decoding of one prompt, advanced on demand to the positions a run has reached."""
+    """Plain AR decoding of one prompt, advanced on demand to the positions a run has reached: a run of
+    method "ar" stepped through the same engine calls as any run (ui/run.py), its step times kept."""
 
     def __init__(self, target_name: str, prompt: str | list[int], sampling: SamplingConfig, max_new_tokens: int):
-        target, _ = get_models(target_name, "embedded", needs_draft=False)
-        self.session = Session(target, build_method("ar"), prompt, sampling, max_new_tokens)
+        from ui.run import Run  # a run of method "ar"; imported here: runs time their AR baseline through us
+        self.run = Run(RunConfig("ar", prompt, (), sampling.temperature, sampling.seed, max_new_tokens, target_name))
         self.token_ms: list[float] = []
         self.started = time.time()
         self.lock = threading.Lock()
 
     def advance(self, positions: int, check: Callable[[], None] | None = None) -> Baseline:
         """Time AR steps until `positions` output tokens exist (or AR ends), then a snapshot. `check` runs
-        before each step (Compare and Tune stop there when cancelled)."""
+        between engine calls (Compare and Tune stop there when cancelled)."""
         with self.lock:
-            s = self.session
-            while len(s.output_ids) < positions and not s.done:
+            r = self.run
+            while len(r.output_ids) < positions and not r.done:
                 if check is not None:
                     check()
-                ms = timed_step(s)
-                tau = max(1, s.traces[-1].tau)
-                self.token_ms += [ms / tau] * tau  # AR commits one token per step
-            if s.done:
-                s.drop_caches()  # nothing more to time: free its cache
+                before = len(r.traces)
+                r.step(1 if not remote() else min(CHUNK, positions - len(r.output_ids)))
+                for t, ms in zip(r.traces[before:], r.step_ms[before:]):
+                    tau = max(1, t.tau)
+                    self.token_ms += [ms / tau] * tau  # AR commits one token per step
+            if r.done:
+                r.forget()  # nothing more to time: free its engine session
             return self.snapshot()
 
     def snapshot(self) -> Baseline:
         age = time.time() - self.started
-        note = (f"AR timed over {len(self.token_ms)} positions of this prompt on {self.session.target.device}, "
+        note = (f"AR timed over {len(self.token_ms)} positions of this prompt on {self.run.device or device_name()}, "
                 f"{age:.0f} s ago")
-        return Baseline(list(self.session.output_ids), list(self.token_ms), self.session.done, note)
+        return Baseline(list(self.run.output_ids), list(self.token_ms), self.run.done, note)
 
 
 class BaselineCache:
@@ -82,8 +76,7 @@ class BaselineCache:
 
     @staticmethod
     def key(target: str, prompt: str, temperature: float, seed: int, max_new_tokens: int) -> tuple:
-        device = get_models(target, "embedded", needs_draft=False)[0].device
-        return (target, str(device), prompt, float(temperature), int(seed), int(max_new_tokens))
+        return (target, device_name(), prompt, float(temperature), int(seed), int(max_new_tokens))
 
     def timer(self, target: str, prompt: str, temperature: float, seed: int, max_new_tokens: int,
               fresh: bool = False) -> ARTimer:
@@ -113,10 +106,12 @@ BASELINES = BaselineCache()
 
 
 def full_ar_pass(target: str, prompt: str, sampling: SamplingConfig, max_new_tokens: int,
-                 check: Callable[[], None] | None = None) -> Baseline:
-    """AR decoding of a prompt to its end, uncached (Compare and Tune time AR before and after their runs)."""
+                 check: Callable[[], None] | None = None) -> ARTimer:
+    """AR decoding of a prompt to its end, uncached (Compare and Tune time AR before and after their runs);
+    the timer's snapshot() is the Baseline, its run the text."""
     t = ARTimer(target, prompt, sampling, max_new_tokens)
-    return t.advance(max_new_tokens, check)
+    t.advance(max_new_tokens, check)
+    return t
 
 
 def merged(a: Baseline, b: Baseline) -> Baseline:

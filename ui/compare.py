@@ -4,14 +4,13 @@ average *is* the AR row (so AR over itself is exactly 1.00×), and each method's
 over its own for the same positions, with the range given by the before and after passes alone."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from core.engine import Session
-from ui.baseline import full_ar_pass, merged, timed_step
-from ui.models import get_models
-from ui.run import RunConfig, build
 from core.metrics import Baseline, measured_speedup, run_stats
+from ui.baseline import full_ar_pass, merged
+from ui.config import RunConfig
+from ui.run import Run
 
 COMPARE_METHODS = ("ar", "chain", "static", "talon", "specbound")
 PARTS = ["plain AR (before the methods)", *COMPARE_METHODS[1:], "plain AR (after the methods)"]  # compare()'s runs
@@ -48,61 +47,47 @@ def ar_row(base: Baseline, text: str) -> CompareRow:
     return CompareRow("ar", text, 1.0, 0.0, base.tok_s, 1.0, "reference", note="")
 
 
-@dataclass
-class Finished:
-    """One method run to the end, timed step by step, waiting for the AR passes around it."""
-    method: str
-    session: Session
-    step_ms: list[float]
-
-
 def run_method(method: str, knobs: dict, cfg: RunConfig,
-               check: Callable[[], None] | None = None) -> Finished | CompareRow:
-    """Generate to the end with one method; a method missing from this build gives a row saying so.
-    `check` runs before each step (a cancelled Compare stops there)."""
+               check: Callable[[], None] | None = None) -> Run | CompareRow:
+    """Generate to the end with one method; a method that cannot run here gives a row saying so.
+    `check` runs between engine calls (a cancelled Compare stops there)."""
+    m_cfg = replace(cfg, method=method, knobs=tuple(knobs.items()))
     try:
-        m = build(method, knobs)
-        target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
-    except ValueError as exc:
+        run = Run(m_cfg).to_end(check)
+    except ValueError as exc:  # an unknown method or a drafter that does not fit: say so in its row
         return CompareRow(method, "", None, None, None, None, "—", note=str(exc))
-    s = Session(target, m, cfg.prompt, cfg.sampling, cfg.max_new_tokens, draft)
-    step_ms = []
-    while not s.done:
-        if check is not None:
-            check()
-        step_ms.append(timed_step(s))
-    return Finished(method, s, step_ms)
+    run.forget()
+    return run
 
 
-def method_row(f: Finished, base: Baseline, passes: tuple[Baseline, Baseline] | None) -> CompareRow:
+def method_row(f: Run, base: Baseline, passes: tuple[Baseline, Baseline] | None) -> CompareRow:
     """`passes`: the AR passes before and after, for the range; None while the pass after is pending."""
-    s = f.session
-    st = run_stats(s.traces, f.step_ms, s.output_ids, s.sampling.greedy, base, True)
-    taus = [t.tau for t in s.traces]
+    st = run_stats(f.traces, f.step_ms, f.output_ids, f.config.sampling.greedy, base, True)
+    taus = [t.tau for t in f.traces]
     ends = [measured_speedup(taus, f.step_ms, p) for p in passes or ()]
     lo = hi = None
     if ends and all(e is not None for e in ends):
         lo, hi = min(e.value for e in ends), max(e.value for e in ends)
     check = "n/a (sampling)" if st.lossless is None else "✓" if st.lossless else "✗"
-    return CompareRow(f.method, s.target.tokenizer.decode(s.output_ids), st.mat, st.mean_delta, st.tok_s,
-                      st.speedup, check, lo=lo, hi=hi)
+    return CompareRow(f.config.method, f.output_text, st.mat, st.mean_delta, st.tok_s, st.speedup, check,
+                      lo=lo, hi=hi)
 
 
 def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None) -> Iterator[list[CompareRow]]:
     """Yields the table so far after each run (AR before, each method, AR after: PARTS): until the AR pass
     after the methods, speed-ups are against the pass before alone (no range); the last table is the final
     one. `check` runs before every engine step and may raise to stop (Cancel)."""
-    before = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check)
-    target, _ = get_models(cfg.target, cfg.draft, False)
-    done: list[Finished | CompareRow] = []
+    ar = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check)
+    before = ar.snapshot()
+    done: list[Run | CompareRow] = []
 
     def table(base: Baseline, passes: tuple[Baseline, Baseline] | None) -> list[CompareRow]:
-        rows = [ar_row(base, target.tokenizer.decode(base.output_ids))]
+        rows = [ar_row(base, ar.run.output_text)]
         return rows + [f if isinstance(f, CompareRow) else method_row(f, base, passes) for f in done]
 
     yield table(before, None)
     for method in COMPARE_METHODS[1:]:
         done.append(run_method(method, knobs, cfg, check))
         yield table(before, None)
-    after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check)
+    after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check).snapshot()
     yield table(merged(before, after), (before, after))

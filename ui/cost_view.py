@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from core.auto_budget import GRID, AutoState
 from core.auto_replay import HISTORY, budget_of
-from core.cost_model import CostModel, measure
-from ui.models import drafter_for
+from core.cost_model import CostModel
 from ui.run import Run
+from ui.worker import cost_curve
 
 
 @dataclass
@@ -46,8 +46,7 @@ def cost_view(run: Run | None, target: str, draft: str, drafter: str) -> CostVie
     """The curve for the run's own target and drafter when there is a run, else for the Tune tab's choice."""
     if run is not None and run.traces:
         target, draft, drafter = run.config.target, run.config.draft, run.config.drafter
-    tgt, instance = drafter_for(target, draft, drafter)
-    cost = measure(tgt, instance)
+    cost = cost_curve(target, draft, drafter)
     if run is None or not run.traces:
         return CostView(cost, None, [], "Step a TALON run (any preset; auto marks its choice) to model its speed-up")
     chosen, points, note = modelled_speedup(cost, run)

@@ -10,14 +10,13 @@ import time
 import gradio as gr
 
 from core.engine import SessionError
-from ui.gpu import gpu
 from ui.importer import ImportedRun, import_trace
 from ui.knobs import SAMPLING_KNOBS, validate
-from ui.limits import CACHES
 from ui.models import DEFAULT_DRAFTER
 from ui.preview import preview_panels
 from ui.priority import interactive
-from ui.run import Run, RunConfig
+from ui.config import RunConfig
+from ui.run import Run
 from ui.tempfiles import write_export
 from ui.view_specs import SAMPLING, ViewSpec
 from ui.views import clamp, outcome_panels, streamed_texts
@@ -90,7 +89,7 @@ def advance(run: Run | None, cfg: RunConfig) -> Run:
             gr.Info("Settings changed: started a new run.")
         run = Run.start(cfg)
     if run.done:
-        gr.Warning(f"Generation has finished ({run.session.stop_reason}). Press Reset or change the prompt.")
+        gr.Warning(f"Generation has finished ({run.stop_reason}). Press Reset or change the prompt.")
         return run
     run.step()
     return run
@@ -117,7 +116,6 @@ def options_of(spec: ViewSpec, values: dict) -> dict:
 
 
 @interactive
-@gpu
 @friendly
 def step(spec: ViewSpec, **values) -> dict:
     """One step of the view's method (a new run when the prompt, knobs or model changed); the slower panels
@@ -135,7 +133,6 @@ def step(spec: ViewSpec, **values) -> dict:
 
 
 @interactive
-@gpu
 @friendly
 def extras(spec: ViewSpec, run=None, **values) -> dict:
     """Off the Step path: the view's own slower work (TALON: the static tree), then the AR baseline that
@@ -166,7 +163,7 @@ def reset(spec: ViewSpec, run=None, **values) -> dict:
     for r in (run, live(run)):
         if r is not None:
             r.retired = True
-            CACHES.forget(r)
+            r.forget()
     return {**view_outputs(spec, None, None, options_of(spec, values)), **STOP_PLAYING}
 
 
@@ -176,7 +173,6 @@ def load(spec: ViewSpec, **values) -> dict:
 
 
 @interactive
-@gpu
 @friendly
 def remeasure(run: Run | None) -> str:
     """Throw this prompt's AR timings away and time AR again over the run's positions (the machine's load

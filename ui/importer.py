@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.trace import StepTrace, TraceFormatError
 from core.trace_check import TraceLimits, size
-from ui.run import Run, RunConfig
+from ui.config import RunConfig
+from ui.run import Run
 from core.metrics import RunStats, run_stats
 
 CONFIG_KEYS = ("method", "prompt", "temperature", "seed", "max_new_tokens", "target", "draft", "drafter")
@@ -106,9 +106,7 @@ class ImportedRun:
     stop_reason: str | None
     name: str
     live: Run | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
     retired: bool = False
-    session = None  # no engine, no caches
     done = True
     label = " · imported trace"
 
@@ -123,6 +121,9 @@ class ImportedRun:
 
     def prompt_text(self) -> str:
         return self.prompt
+
+    def forget(self) -> None:
+        """Nothing to free: an imported trace has no engine session."""
 
     def stats(self) -> RunStats:
         return run_stats(self.traces, self.step_ms, self.output_ids, self.config.sampling.greedy, None, True)

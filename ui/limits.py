@@ -1,22 +1,14 @@
-"""Bounded memory for the server. A session's state is its committed text, knobs and traces; the engine's
-KV caches are a rebuildable acceleration. So only the most recently stepped sessions keep caches (LRU,
-SPECSCOPE_CACHED_SESSIONS); an evicted session re-prefills from its committed text on its next Step and
-continues exactly where it was. Gradio state gets a time-to-live and a session capacity, and prompts a
-character cap checked before the tokenizer sees them."""
+"""Bounded memory and fair sharing for the server, as operator settings. A session's state is its committed
+text, knobs and traces; the engine's KV caches are a rebuildable acceleration, so only the most recently
+stepped sessions keep caches (SPECSCOPE_CACHED_SESSIONS; ui/worker.py); an evicted session re-prefills from
+its committed text on its next Step and continues exactly where it was. Gradio state gets a time-to-live and a
+session capacity, prompts a character cap checked before the tokenizer sees them, and engine calls a share
+of the cores."""
 from __future__ import annotations
 
 import os
-import threading
-import weakref
-from collections import OrderedDict
-from typing import Any, Protocol
 
 from core.prompts import max_prompt_chars
-
-
-class HasSession(Protocol):
-    session: Any
-    lock: threading.Lock
 
 
 def env_int(name: str, default: int) -> int:
@@ -54,73 +46,3 @@ def state_capacity() -> int:
 def prompt_char_limit() -> int:
     """Characters a prompt typed into the page may have (the embedded model's context is 1024 tokens)."""
     return max_prompt_chars(1024)
-
-
-def drop_caches(session: Any) -> None:
-    """Free a session's caches; its next step rebuilds them from the committed text (an imported trace
-    has no session)."""
-    if session is None:
-        return
-    drop = getattr(session, "drop_caches", None)
-    if drop is not None:
-        drop()
-        return
-    session.tcache = None
-    if hasattr(session, "dcache"):
-        session.dcache = None
-
-
-class CacheLRU:
-    """Runs that hold caches, least recently stepped first. Weak references: a run that Gradio forgets
-    (time-to-live, capacity, closed tab) leaves by itself."""
-
-    def __init__(self, capacity: int | None = None) -> None:
-        self._capacity = capacity
-        self._runs: OrderedDict[int, weakref.ref] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity if self._capacity is not None else cached_sessions()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return sum(ref() is not None for ref in self._runs.values())
-
-    def touch(self, run: HasSession) -> list[HasSession]:
-        """Mark `run` as just stepped (its caller holds its lock) and drop the caches of the least recently
-        stepped runs beyond capacity. A run that is stepping right now is skipped, never disturbed.
-        Returns the runs whose caches were dropped."""
-        evicted: list[HasSession] = []
-        with self._lock:
-            self._runs.pop(id(run), None)
-            self._runs[id(run)] = weakref.ref(run)
-            for key, ref in list(self._runs.items()):
-                if len(self._runs) <= self.capacity:
-                    break
-                other = ref()
-                if other is None:
-                    del self._runs[key]
-                elif other is not run and other.lock.acquire(blocking=False):
-                    try:
-                        drop_caches(other.session)
-                    finally:
-                        other.lock.release()
-                    del self._runs[key]
-                    evicted.append(other)
-        return evicted
-
-    def forget(self, run: HasSession | None) -> None:
-        """gr.State's delete_callback: the run is gone, free its caches now rather than at garbage collection."""
-        if run is None:
-            return
-        with self._lock:
-            self._runs.pop(id(run), None)
-        if run.lock.acquire(blocking=False):
-            try:
-                drop_caches(run.session)
-            finally:
-                run.lock.release()
-
-
-CACHES = CacheLRU()

@@ -165,3 +165,14 @@ def drafter_for(target_name: str, draft_name: str, drafter: str) -> tuple[Causal
     target, draft = get_models(target_name, draft_name, True, drafter)
     return target, ModelDrafter(draft) if isinstance(draft, CausalLM) else draft
 
+
+
+def preload() -> None:
+    """Load the embedded pair, its EAGLE-3 head and its exit heads now. On a ZeroGPU Space (and under its
+    emulation) every engine call runs in a fresh worker: weights loaded at import are there already (Spaces
+    packs them for the GPU); anything loaded inside a call is loaded again by the next one."""
+    from core.exit_heads import heads_for
+    target, _ = get_models(EMBEDDED, EMBEDDED, needs_draft=True, drafter="model")
+    heads_for(target)
+    if DEFAULT_DRAFTER != "model":
+        new_drafter(DEFAULT_DRAFTER, target)

@@ -9,7 +9,8 @@ import threading
 
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
-from ui.run import Run, RunConfig
+from ui.config import RunConfig
+from ui.run import Run
 from ui.views import outcome_panels
 from viz.html import message_html
 
@@ -43,7 +44,7 @@ class Preview:
             specbound.step()
             self.runs["specbound"] = specbound
             for run in self.runs.values():
-                run.session.drop_caches()  # only the traces are drawn from now on
+                run.forget()  # only the traces are drawn from now on
         except Exception as exc:  # a preview must never stop the server; the page says what happened
             log.exception("start-up preview failed")
             self.error = f"The start-up preview could not be computed ({type(exc).__name__}: {exc})."

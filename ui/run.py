@@ -1,113 +1,119 @@
-"""A Run is one browser session's live decoding: the engine Session (torch caches, never copied), the
-plain traces it produced, step timings, the prefix before each step (for the static side-by-side) and
-the AR baseline. gr.State holds the Run object itself; Gradio stores returned state without copying."""
+"""A Run is one browser session's decoding, held by gr.State as plain data: the config, the traces, step
+timings, the prefix before each step (for the static side-by-side), the AR baseline and a Snapshot of where
+the engine session stands. It holds no model, cache or lock, so it pickles: the engine session lives on the
+engine side (ui/worker.py), keyed by the run's token, and is rebuilt from the snapshot whenever it is missing
+(another process on a ZeroGPU Space, or evicted to bound memory)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import dataclass, field
+from typing import Callable
 
-from core.engine import Session, SessionError
-from core.methods import build_method
-from core.prompts import check_prompt_chars
-from core.sampling import SamplingConfig
-from core.trace import StepTrace
-from ui.baseline import BASELINES, timed_step
-from ui.limits import CACHES, prompt_char_limit
-from ui.models import DEFAULT_DRAFTER, get_models
+from core.engine import SessionError, Snapshot
 from core.metrics import Baseline, RunStats, run_stats
+from core.trace import StepTrace
+from ui.baseline import BASELINES
+from ui.config import RunConfig
+from ui.gpu import CHUNK, remote
+from ui.worker import SESSIONS, StepOutcome, run_steps, static_step
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """Everything that defines a run; a changed config means a fresh run."""
-    method: str
-    prompt: str
-    knobs: tuple[tuple[str, float | str], ...]
-    temperature: float = 0.0
-    seed: int = 0
-    max_new_tokens: int = 64
-    target: str = "embedded"
-    draft: str = "embedded"
-    drafter: str = DEFAULT_DRAFTER  # who proposes the trees: eagle3 | model | lookup
+class Busy:
+    """Runs stepping right now, by token: a second Step of the same run (a click during a Play tick) is
+    refused rather than interleaved. Only tokens live here, never runs."""
 
-    def __post_init__(self) -> None:
-        check_prompt_chars(self.prompt, prompt_char_limit())  # before any tokenizer sees it
+    def __init__(self) -> None:
+        self._tokens: set[str] = set()
+        self._lock = threading.Lock()
 
-    @property
-    def sampling(self) -> SamplingConfig:
-        return SamplingConfig(temperature=self.temperature, seed=self.seed)
+    def claim(self, token: str) -> None:
+        with self._lock:
+            if token in self._tokens:
+                raise SessionError("a step is already running for this session")
+            self._tokens.add(token)
 
-    def as_dict(self) -> dict:
-        out = {"method": self.method, "prompt": self.prompt, **dict(self.knobs), "temperature": self.temperature,
-               "seed": self.seed, "max_new_tokens": self.max_new_tokens, "target": self.target, "draft": self.draft}
-        if self.method in ("chain", "static", "talon"):  # the methods that draft with a drafter
-            out["drafter"] = self.drafter
-        return out
+    def release(self, token: str) -> None:
+        with self._lock:
+            self._tokens.discard(token)
 
 
-def build(method: str, knobs: dict):
-    """build_method with a clear message when a method's module has not landed in this build."""
-    try:
-        return build_method(method, **knobs)
-    except ImportError as exc:
-        raise ValueError(f"'{method}' is not available in this build ({exc})") from None
-
-
-def new_session(cfg: RunConfig, prompt: str | list[int] | None = None, method: str | None = None) -> Session:
-    m = build(method or cfg.method, dict(cfg.knobs))
-    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
-    return Session(target, m, cfg.prompt if prompt is None else prompt, cfg.sampling, cfg.max_new_tokens, draft)
+BUSY = Busy()
 
 
 @dataclass
 class Run:
     config: RunConfig
-    session: Session
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)  # the engine session's key
+    snap: Snapshot | None = None  # where the engine session stands after the last step
+    traces: list[StepTrace] = field(default_factory=list)
     step_ms: list[float] = field(default_factory=list)
     prefixes: list[list[int]] = field(default_factory=list)  # committed ids before each step
     shadows: dict[int, StepTrace] = field(default_factory=dict)  # step -> static tree from the same prefix
     base: Baseline | None = None  # AR timed over this run's positions (after each step, off the Step path)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    prompt: str = ""  # the prompt as the tokenizer reads it back
+    output_text: str = ""
+    device: str = ""  # where the engine ran its last step
     retired: bool = False  # Reset was pressed: a step still running for this run is discarded when it ends
     label = ""  # beside the figure titles: a live run needs none (an imported trace says so)
     note = ""  # above the stats
 
     @classmethod
     def start(cls, cfg: RunConfig) -> "Run":
-        return cls(cfg, new_session(cfg))
+        return cls(cfg)
 
     def __deepcopy__(self, memo) -> "Run":
-        return self  # the caches are per session and never copied
-
-    @property
-    def traces(self) -> list[StepTrace]:
-        return self.session.traces
+        return self  # one visitor's run is one object: Reset's flag reaches a step in flight
 
     @property
     def done(self) -> bool:
-        return self.session.done
+        return self.snap is not None and self.snap.stop_reason is not None
+
+    @property
+    def stop_reason(self) -> str | None:
+        return None if self.snap is None else self.snap.stop_reason
+
+    @property
+    def output_ids(self) -> list[int]:
+        return [] if self.snap is None else self.snap.output_ids
+
+    @property
+    def ids(self) -> list[int]:
+        return [] if self.snap is None else list(self.snap.ids)
 
     def prompt_text(self) -> str:
-        return self.session.target.tokenizer.decode(self.session.prompt_ids, skip_special_tokens=True)
+        return self.prompt or self.config.prompt
 
-    def step(self) -> StepTrace:
-        """One engine step, timed around the call like the AR baseline's steps, any prefill taken out."""
-        if not self.lock.acquire(blocking=False):
-            raise SessionError("a step is already running for this session")
+    def step(self, n: int = 1) -> StepTrace:
+        """Up to `n` engine steps (one engine call), each timed around the engine call like the AR
+        baseline's steps, any prefill taken out. Returns the last new step's trace."""
+        BUSY.claim(self.token)
         try:
-            prefix = list(self.session.ids)
-            self.step_ms.append(timed_step(self.session))
-            trace = self.session.traces[-1]
-            CACHES.touch(self)  # only recently stepped runs keep caches; others rebuild on their next step
-            self.prefixes.append(prefix)
-            return trace
+            self.record(run_steps(self.config, self.token, self.snap, n))
         finally:
-            self.lock.release()
+            BUSY.release(self.token)
+        return self.traces[-1]
+
+    def record(self, out: StepOutcome) -> None:
+        self.traces += out.traces
+        self.step_ms += out.step_ms
+        self.prefixes += out.prefixes
+        self.snap, self.prompt, self.output_text, self.device = (out.snapshot, out.prompt_text, out.output_text,
+                                                                 out.device)
+
+    def to_end(self, check: Callable[[], None] | None = None) -> "Run":
+        """Step until the run stops; `check` runs between engine calls (Cancel, and long jobs giving way to
+        a visitor's Step). Calls carry one step, or CHUNK steps when they are remote."""
+        while not self.done:
+            if check is not None:
+                check()
+            self.step(CHUNK if remote() else 1)
+        return self
 
     def shadow(self, index: int, knobs: dict) -> StepTrace | None:
         """The static EAGLE-style tree drafted and verified once from step `index`'s prefix with the same
-        budget (under `auto`, the N and T_shape auto chose for that step), with the same drafter, in a throwaway session,
-        so the run's own text is untouched."""
+        budget (under `auto`, the N and T_shape auto chose for that step), with the same drafter, in a
+        throwaway session, so the run's own text is untouched."""
         if index in self.shadows or not 0 <= index < len(self.prefixes):
             return self.shadows.get(index)
         cfg, prefix = self.config, self.prefixes[index]
@@ -117,10 +123,10 @@ class Run:
             knobs["N"] = chosen.N
             if chosen.T_shape is not None:
                 knobs["shape_temperature"] = chosen.T_shape
-        left = cfg.max_new_tokens - (len(prefix) - len(self.session.prompt_ids))  # the same length limit
+        left = cfg.max_new_tokens - (len(prefix) - self.snap.prompt_len)  # the same length limit
         shadow_cfg = RunConfig("static", cfg.prompt, tuple(knobs.items()), cfg.temperature, cfg.seed + index,
                                max(1, left), cfg.target, cfg.draft, cfg.drafter)
-        self.shadows[index] = new_session(shadow_cfg, prompt=prefix).step()
+        self.shadows[index] = static_step(shadow_cfg, prefix)
         return self.shadows[index]
 
     def baseline(self, fresh: bool = False) -> Baseline:
@@ -128,22 +134,32 @@ class Run:
         see whether AR stops there too), for this prompt, model and sampling; `fresh` measures anew."""
         c = self.config
         timer = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens, fresh)
-        self.base = timer.advance(len(self.session.output_ids) + (1 if self.done else 0))
+        self.base = timer.advance(len(self.output_ids) + (1 if self.done else 0))
         return self.base
 
     def stats(self) -> RunStats:
-        return run_stats(self.traces, self.step_ms, self.session.output_ids, self.config.sampling.greedy,
-                         self.base, self.done)
+        return run_stats(self.traces, self.step_ms, self.output_ids, self.config.sampling.greedy, self.base,
+                         self.done)
+
+    def forget(self) -> None:
+        """The run is gone: free its engine session now rather than when the LRU gets to it."""
+        SESSIONS.forget(self.token)
 
     def export(self) -> dict:
         """The whole run as JSON-ready data: config, text, every step's trace and the static shadows."""
         return {
             "config": self.config.as_dict(),
             "prompt_text": self.prompt_text(),
-            "output_text": self.session.target.tokenizer.decode(self.session.output_ids),
-            "output_ids": list(self.session.output_ids),
-            "stop_reason": self.session.stop_reason,
+            "output_text": self.output_text,
+            "output_ids": self.output_ids,
+            "stop_reason": self.stop_reason,
             "step_ms": list(self.step_ms),
             "steps": [t.to_dict() for t in self.traces],
             "static_shadows": {str(i): t.to_dict() for i, t in self.shadows.items()},
         }
+
+
+def forget(run) -> None:
+    """gr.State's delete_callback: a visitor's run (or imported trace) is gone; free its engine session."""
+    if run is not None:
+        run.forget()

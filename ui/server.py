@@ -21,10 +21,10 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def launched_app(timeout_s: float = 90.0):
-    """Yields (url, seconds until the page was served)."""
+def launched_app(timeout_s: float = 90.0, env: dict[str, str] | None = None):
+    """Yields (url, seconds until the page was served); `env`: extra environment for the server."""
     port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+    env = {**os.environ, **(env or {}), "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_ANALYTICS_ENABLED": "False"}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -9,8 +9,9 @@ from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, preset_label
 from ui.cost_view import cost_view
-from ui.models import DEFAULT_DRAFTER, get_models
+from ui.models import DEFAULT_DRAFTER
 from ui.run import Run
+from ui.worker import load_pair
 from ui.jobs import JOBS, Cancelled, Job, ar_ms_per_token
 from ui.tune import SWEEPS, grid, parts, sweep, symbol
 from viz.cost_fig import cost_curve_figure
@@ -34,9 +35,7 @@ COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless
 @friendly
 def load_models(target: str, draft: str) -> str:
     """Validate and load the chosen pair now, so the first Step does not pay for it."""
-    t, d = get_models(target, draft, needs_draft=True)
-    return (f"Loaded target '{target or 'embedded'}' ({t.num_layers} layers, {len(t.tokenizer)} tokens) and "
-            f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
+    return load_pair(target, draft)
 
 
 def session_key(request: gr.Request | None, tab: str) -> str | None:

@@ -3,15 +3,14 @@ Plain AR of each prompt is timed before and after the grid (averaged per positio
 cell's speed-up is AR's time over the cell's time for the same output positions, pooled over prompts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from core.engine import Session
-from ui.baseline import full_ar_pass, merged, timed_step
-from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
-from ui.models import get_models
-from ui.run import RunConfig, build
 from core.metrics import Baseline, pooled_speedup
+from ui.baseline import full_ar_pass, merged
+from ui.config import RunConfig
+from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
+from ui.run import Run
 
 MAX_CELLS = 25
 SWEEPS = {
@@ -69,18 +68,12 @@ class Cell:
 def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig,
             check: Callable[[], None] | None = None) -> Cell:
     """One cell: every prompt to the end; `check` runs before each step (a cancelled sweep stops there)."""
-    m = build(method, knobs)
     cell = Cell(0, 0, [])
     for prompt in prompts:
-        target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)  # a fresh drafter per session
-        s = Session(target, m, prompt, cfg.sampling, cfg.max_new_tokens, draft)
-        step_ms = []
-        while not s.done:
-            if check is not None:
-                check()
-            step_ms.append(timed_step(s))
-        cell.tokens, cell.steps = cell.tokens + len(s.output_ids), cell.steps + len(s.traces)
-        cell.runs.append(([t.tau for t in s.traces], step_ms))
+        r = Run(replace(cfg, method=method, prompt=prompt, knobs=tuple(knobs.items()))).to_end(check)
+        cell.tokens, cell.steps = cell.tokens + len(r.output_ids), cell.steps + len(r.traces)
+        cell.runs.append(([t.tau for t in r.traces], r.step_ms))
+        r.forget()
     return cell
 
 
@@ -109,7 +102,7 @@ def sweep(kind: str, x_text: str, y_text: str, prompts: list[str], cfg: RunConfi
     method, x_name, y_name, xs, ys = grid(kind, x_text, y_text)
 
     def ar_passes() -> list[Baseline]:
-        return [full_ar_pass(cfg.target, p, cfg.sampling, cfg.max_new_tokens, check) for p in prompts]
+        return [full_ar_pass(cfg.target, p, cfg.sampling, cfg.max_new_tokens, check).snapshot() for p in prompts]
 
     def result(bases: list[Baseline]) -> SweepResult:
         mat = [[None if c is None else c.mat for c in row] for row in cells]

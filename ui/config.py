@@ -1,0 +1,37 @@
+"""RunConfig: everything that defines a run, as plain data that crosses to the engine side (ui/worker.py) and
+into exports; a changed config means a fresh run."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.prompts import check_prompt_chars
+from core.sampling import SamplingConfig
+from ui.limits import prompt_char_limit
+from ui.models import DEFAULT_DRAFTER
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    method: str
+    prompt: str
+    knobs: tuple[tuple[str, float | str], ...]
+    temperature: float = 0.0
+    seed: int = 0
+    max_new_tokens: int = 64
+    target: str = "embedded"
+    draft: str = "embedded"
+    drafter: str = DEFAULT_DRAFTER  # who proposes the trees: eagle3 | model | lookup
+
+    def __post_init__(self) -> None:
+        check_prompt_chars(self.prompt, prompt_char_limit())  # before any tokenizer sees it
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(temperature=self.temperature, seed=self.seed)
+
+    def as_dict(self) -> dict:
+        out = {"method": self.method, "prompt": self.prompt, **dict(self.knobs), "temperature": self.temperature,
+               "seed": self.seed, "max_new_tokens": self.max_new_tokens, "target": self.target, "draft": self.draft}
+        if self.method in ("chain", "static", "talon"):  # the methods that draft with a drafter
+            out["drafter"] = self.drafter
+        return out

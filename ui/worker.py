@@ -1,0 +1,184 @@
+"""The engine side of the page: every call that runs a model, each taking and returning plain data.
+
+Why a boundary here: on a ZeroGPU Space each of these runs in a GPU worker process whose arguments and
+result are pickled and whose memory does not outlive the call (ui/gpu.py). So the page keeps a run as plain
+data (ui/run.py) and hands each call what it needs to rebuild the engine session: the config and a Snapshot
+of the committed text. Live sessions are kept here, keyed by the run's token, as a rebuildable acceleration:
+when the session is missing or stale (another process, evicted, or a server restarted) it is rebuilt from the
+snapshot and continues exactly."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from core.cost_model import CostModel, measure
+from core.engine import Session, SessionError, Snapshot
+from core.methods import build_method
+from core.trace import StepTrace
+from ui.gpu import gpu
+from ui.limits import cached_sessions
+from ui.models import drafter_for, get_models
+
+
+def timed_step(session: Session) -> float:
+    """One engine step's wall time in ms, with a prefill inside it taken out (runs and AR alike)."""
+    prefills = session.tcache is None
+    t0 = time.perf_counter()
+    session.step()
+    ms = (time.perf_counter() - t0) * 1000
+    return max(0.0, ms - session.prefill_ms) if prefills else ms
+
+
+def build(method: str, knobs: dict):
+    """build_method with a clear message when a method's module has not landed in this build."""
+    try:
+        return build_method(method, **knobs)
+    except ImportError as exc:
+        raise ValueError(f"'{method}' is not available in this build ({exc})") from None
+
+
+def new_session(cfg, prompt: str | list[int] | None = None, method: str | None = None) -> Session:
+    """An engine session for a RunConfig (ui/run.py): its method, models and drafter."""
+    m = build(method or cfg.method, dict(cfg.knobs))
+    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
+    return Session(target, m, cfg.prompt if prompt is None else prompt, cfg.sampling, cfg.max_new_tokens, draft)
+
+
+@dataclass
+class Live:
+    """One run's engine session on this side, and the lock that keeps two calls from stepping it at once."""
+    session: Session
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class LiveSessions:
+    """Sessions by run token, least recently stepped first. Only the `cached_sessions()` most recent keep their
+    KV caches (the memory); older ones keep their text and are dropped whole past `keep` entries. Either way
+    the next step of that run rebuilds what it needs from its snapshot."""
+
+    def __init__(self, keep: int = 256) -> None:
+        self.keep = keep
+        self._live: OrderedDict[str, Live] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, token: str) -> Live | None:
+        with self._lock:
+            return self._live.get(token)
+
+    def put(self, token: str, live: Live) -> None:
+        with self._lock:
+            self._live[token] = live
+
+    def touch(self, token: str) -> list[str]:
+        """`token` was just stepped (its caller holds its lock): drop the caches of the least recently stepped
+        beyond capacity (never one that is stepping now). Returns the tokens whose caches were dropped."""
+        dropped = []
+        with self._lock:
+            if token in self._live:
+                self._live.move_to_end(token)
+            for i, (key, live) in enumerate(reversed(self._live.items())):
+                if i >= cached_sessions() and key != token and live.session.tcache is not None \
+                        and live.lock.acquire(blocking=False):
+                    live.session.drop_caches()
+                    live.lock.release()
+                    dropped.append(key)
+            while len(self._live) > self.keep:
+                self._live.popitem(last=False)
+        return dropped
+
+    def forget(self, token: str | None) -> None:
+        """The run is gone (Reset, a closed tab's state expired): free its session now."""
+        with self._lock:
+            live = self._live.pop(token, None) if token else None
+        if live is not None and live.lock.acquire(blocking=False):
+            live.session.drop_caches()
+            live.lock.release()
+
+    def has_caches(self, token: str) -> bool:
+        live = self.get(token)
+        return live is not None and live.session.tcache is not None
+
+
+SESSIONS = LiveSessions()
+
+
+@dataclass
+class StepOutcome:
+    """What one call of `run_steps` did: the new steps, their timings, where the run stands now."""
+    traces: list[StepTrace]
+    step_ms: list[float]
+    prefixes: list[list[int]]  # committed ids before each of the steps
+    snapshot: Snapshot
+    prompt_text: str
+    output_text: str
+    device: str
+    rebuilt: bool  # the session was rebuilt from the snapshot it was given (a cache miss on this side)
+
+
+def session_for(cfg, token: str, snap: Snapshot | None) -> tuple[Live, bool]:
+    """This run's live session, rebuilt when missing or not at `snap` (a fresh run when `snap` is None)."""
+    live = SESSIONS.get(token)
+    if live is not None and (snap is None and not live.session.traces and not live.session.steps_before
+                             or snap is not None and live.session.snapshot() == snap):
+        return live, False
+    session = new_session(cfg)
+    if snap is not None:
+        session.restore(snap)
+    live = Live(session)
+    SESSIONS.put(token, live)
+    return live, snap is not None
+
+
+def steps_duration(cfg, token: str, snap: Snapshot | None, n: int = 1) -> float:
+    """Seconds to reserve on a ZeroGPU worker: a rebuild (prefill) and `n` steps of a model up to ~8B."""
+    return 20 + 10 * n
+
+
+@gpu(duration=steps_duration)
+def run_steps(cfg, token: str, snap: Snapshot | None, n: int = 1) -> StepOutcome:
+    """Up to `n` steps of the run (fewer when it finishes), each timed around the engine call with any
+    prefill taken out."""
+    live, rebuilt = session_for(cfg, token, snap)
+    if not live.lock.acquire(blocking=False):
+        raise SessionError("a step is already running for this session")
+    try:
+        s = live.session
+        if s.done:
+            raise SessionError(f"generation has finished ({s.stop_reason}); reset to start again")
+        traces, step_ms, prefixes = [], [], []
+        while len(traces) < n and not s.done:
+            prefixes.append(list(s.ids))
+            step_ms.append(timed_step(s))
+            traces.append(s.traces[-1])
+        SESSIONS.touch(token)
+        tok = s.target.tokenizer
+        return StepOutcome(traces, step_ms, prefixes, s.snapshot(),
+                           tok.decode(s.prompt_ids, skip_special_tokens=True), tok.decode(s.output_ids),
+                           str(s.target.device), rebuilt)
+    finally:
+        live.lock.release()
+
+
+@gpu(duration=30)
+def static_step(cfg, prefix: list[int]) -> StepTrace:
+    """One static-tree step drafted and verified from `prefix` in a throwaway session (the run's own text is
+    untouched): the TALON view's side-by-side."""
+    return new_session(cfg, prompt=prefix).step()
+
+
+@gpu(duration=30)
+def load_pair(target: str, draft: str) -> str:
+    """Load the chosen pair now, so the first Step does not pay for it; one line about it."""
+    t, d = get_models(target, draft, needs_draft=True)
+    return (f"Loaded target '{target or 'embedded'}' ({t.num_layers} layers, {len(t.tokenizer)} tokens) and "
+            f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
+
+
+@gpu(duration=120)
+def cost_curve(target: str, draft: str, drafter: str) -> CostModel:
+    """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (cached per device,
+    model, dtype and drafter; the first measurement takes a few seconds)."""
+    tgt, instance = drafter_for(target, draft, drafter)
+    return measure(tgt, instance)
