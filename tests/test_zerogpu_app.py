@@ -1,6 +1,7 @@
 """The app served under ZeroGPU's rules (SPECSCOPE_ZEROGPU_EMULATE=1: every engine call pickled and run in a
 freshly forked process, ui/gpu.py): through gradio_client two Steps continue the same text, SpecBound steps,
 Compare and Tune run, an export imports; in Chromium the first screen draws and Play plays."""
+import re
 import time
 from pathlib import Path
 
@@ -57,10 +58,15 @@ def test_the_first_screen_draws_and_play_plays(app_url, tmp_path):
         page.goto(app_url, wait_until="domcontentloaded")
         page.wait_for_selector("#talon-tree .scatterlayer .point", timeout=240_000)  # the start-up preview
         title = "document.querySelector('#talon-tree .gtitle')?.textContent || ''"
+
+        def shown() -> int:
+            m = re.search(r"step (\d+)", page.evaluate(title))
+            return int(m.group(1)) if m and "preview" not in page.evaluate(title) else 0
+
         page.click("#talon-play")
         deadline = time.time() + 120
-        while time.time() < deadline and "step 3" not in page.evaluate(title):
+        while time.time() < deadline and shown() < 3:
             time.sleep(0.3)
         page.click("#talon-play")
-        assert "step 3" in page.evaluate(title) or "step 4" in page.evaluate(title), page.evaluate(title)
+        assert shown() >= 3  # several steps per engine call when calls are remote: it may jump past 3
         browser.close()

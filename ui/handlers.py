@@ -10,6 +10,7 @@ import time
 import gradio as gr
 
 from core.engine import SessionError
+from ui.gpu import remote
 from ui.importer import ImportedRun, import_trace
 from ui.knobs import SAMPLING_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER
@@ -77,9 +78,9 @@ def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dic
                      target or "embedded", draft or "embedded", drafter or DEFAULT_DRAFTER)
 
 
-def advance(run: Run | None, cfg: RunConfig) -> Run:
-    """Step the session's run, starting a fresh one when the prompt, knobs or model changed. An imported
-    trace is only replayed: Step goes back to the live run it kept."""
+def advance(run: Run | None, cfg: RunConfig, n: int = 1) -> Run:
+    """Step the session's run (up to `n` steps in one engine call), starting a fresh one when the prompt,
+    knobs or model changed. An imported trace is only replayed: Step goes back to the live run it kept."""
     if isinstance(run, ImportedRun):
         run = run.live
     if run is not None and run.retired:
@@ -91,7 +92,7 @@ def advance(run: Run | None, cfg: RunConfig) -> Run:
     if run.done:
         gr.Warning(f"Generation has finished ({run.stop_reason}). Press Reset or change the prompt.")
         return run
-    run.step()
+    run.step(n)
     return run
 
 
@@ -117,15 +118,16 @@ def options_of(spec: ViewSpec, values: dict) -> dict:
 
 @interactive
 @friendly
-def step(spec: ViewSpec, **values) -> dict:
-    """One step of the view's method (a new run when the prompt, knobs or model changed); the slower panels
-    follow in `extras`. Values by name: run, prompt, the spec's knobs, sampling, and its inputs."""
+def step(spec: ViewSpec, n: int = 1, **values) -> dict:
+    """One step of the view's method (Play: up to `n`, in one engine call), a new run when the prompt, knobs
+    or model changed; the slower panels follow in `extras`. Values by name: run, prompt, the spec's knobs,
+    sampling, and its inputs."""
     knobs = {k.name: values.get(k.name) for k in spec.knobs}
     sampling = {name: values.get(name) for name in SAMPLING}
     drafter, draft, extra = spec.config(values)
     cfg = make_config(spec.name, values.get("prompt"), knobs, spec.knobs, sampling, values.get("target"), draft,
                       drafter, extra or None)
-    run = advance(values.get("run"), cfg)
+    run = advance(values.get("run"), cfg, n)
     if run.retired:  # Reset was pressed while this step ran: Reset wins
         gr.Info("Reset while a step was running: that step was discarded.")
         return view_outputs(spec, None, None, options_of(spec, values))
@@ -199,7 +201,8 @@ def set_speed(speed: float) -> dict:
     return gr.Timer(value=float(speed))
 
 
-REVEAL_S = 0.5  # Play spends at most this long revealing one step's tokens, one at a time
+REVEAL_S = 0.5  # Play spends at most this long revealing one tick's tokens, one at a time
+PLAY_STEPS = 4  # steps per Play tick when engine calls are remote (ZeroGPU): each call has a fixed overhead
 
 
 def tick(spec: ViewSpec):
@@ -211,14 +214,14 @@ def tick(spec: ViewSpec):
         run = values.get("run")
         before = len(run.traces) if run is not None else 0
         try:
-            out = step(spec, **values)
+            out = step(spec, PLAY_STEPS if remote() else 1, **values)
         except gr.Error as exc:
             gr.Warning(str(exc.message))
             yield dict(STOP_PLAYING)
             return
         new = out["run"]
         stepped = new is not None and (new is not run or len(new.traces) > before)
-        frames = streamed_texts(new) if stepped else []
+        frames = streamed_texts(new, len(new.traces) - (before if new is run else 0)) if stepped else []
         if frames:
             pause = REVEAL_S / (len(frames) + 1)
             yield {**out, "text": frames[0]}

@@ -34,13 +34,18 @@ def outcome_panels(run: Run | None, index: int | None) -> dict:
                 scatter=oracle_scatter(series), stats=note + stats_html(run.stats()))
 
 
-def streamed_texts(run: Run) -> list[str]:
-    """The text with the latest step's committed tokens revealed one more at a time (1 … τ-1; the full
-    text is the step's own output): Play streams each step's tokens as they commit."""
+def streamed_texts(run: Run, new_steps: int = 1) -> list[str]:
+    """The text with the last `new_steps` steps' committed tokens revealed one more at a time (the full text,
+    the last step's own output, is not among them): Play streams each tick's tokens as they commit."""
     if run is None or not run.traces:
         return []
-    last = run.traces[-1]
-    return [text_html(run.prompt_text(), run.traces, None, k) for k in range(1, len(last.committed_texts))]
+    n = len(run.traces)
+    frames = []
+    for i in range(max(0, n - new_steps), n):
+        frames += [text_html(run.prompt_text(), run.traces, i, k) for k in range(1, len(run.traces[i].committed_texts))]
+        if i < n - 1:
+            frames.append(text_html(run.prompt_text(), run.traces, i))
+    return frames
 
 
 def on(trace) -> str:

@@ -132,8 +132,10 @@ def session_for(cfg, token: str, snap: Snapshot | None) -> tuple[Live, bool]:
 
 
 def steps_duration(cfg, token: str, snap: Snapshot | None, n: int = 1) -> float:
-    """Seconds to reserve on a ZeroGPU worker: a rebuild (prefill) and `n` steps of a model up to ~8B."""
-    return 20 + 10 * n
+    """Seconds to reserve on a ZeroGPU worker for a rebuild (prefill) and `n` steps. Kept small: ZeroGPU charges
+    the reservation (×1.5) against a visitor's daily quota (docs/spaces.md); a Hub model up to ~8B gets more."""
+    small = cfg.target in ("", "embedded")
+    return (5 + n) if small else (10 + 2 * n)
 
 
 @gpu(duration=steps_duration)
@@ -161,14 +163,14 @@ def run_steps(cfg, token: str, snap: Snapshot | None, n: int = 1) -> StepOutcome
         live.lock.release()
 
 
-@gpu(duration=30)
+@gpu(duration=10)
 def static_step(cfg, prefix: list[int]) -> StepTrace:
     """One static-tree step drafted and verified from `prefix` in a throwaway session (the run's own text is
     untouched): the TALON view's side-by-side."""
     return new_session(cfg, prompt=prefix).step()
 
 
-@gpu(duration=30)
+@gpu(duration=20)
 def load_pair(target: str, draft: str) -> str:
     """Load the chosen pair now, so the first Step does not pay for it; one line about it."""
     t, d = get_models(target, draft, needs_draft=True)
@@ -176,7 +178,7 @@ def load_pair(target: str, draft: str) -> str:
             f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
 
 
-@gpu(duration=120)
+@gpu(duration=60)
 def cost_curve(target: str, draft: str, drafter: str) -> CostModel:
     """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (cached per device,
     model, dtype and drafter; the first measurement takes a few seconds)."""
