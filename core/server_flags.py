@@ -22,7 +22,7 @@ from core import knobs
 
 # where q comes from here -> (SGLang --speculative-algorithm, vLLM speculative_config "method")
 ENGINE_METHODS = {"eagle3": ("EAGLE3", "eagle3"), "model": ("STANDALONE", "draft_model")}
-PLACEHOLDERS = {"eagle3": "$HEAD", "model": "$DRAFT"}  # printed when the run used the embedded weights
+PLACEHOLDERS = {"eagle3": "HEAD_ID", "model": "DRAFT_ID"}  # named when the run used the embedded weights
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class SGLangFlags:
     num_draft_tokens: int  # --speculative-num-draft-tokens: verified tokens, the root included (our N + 1)
     clamped: bool = False  # N was larger than the K + D·K² candidates a static tree can hold
 
-    def args(self, draft: str = "$HEAD") -> list[str]:
+    def args(self, draft: str = "HEAD_ID") -> list[str]:
         return ["--speculative-algorithm", self.algorithm, "--speculative-draft-model-path", draft,
                 "--speculative-num-steps", str(self.num_steps), "--speculative-eagle-topk", str(self.eagle_topk),
                 "--speculative-num-draft-tokens", str(self.num_draft_tokens)]
@@ -44,7 +44,7 @@ class VLLMConfig:
     method: str
     num_speculative_tokens: int  # a chain's γ
 
-    def speculative_config(self, draft: str = "$HEAD") -> str:
+    def speculative_config(self, draft: str = "HEAD_ID") -> str:
         """The JSON that `vllm serve --speculative-config` takes."""
         return json.dumps({"method": self.method, "model": draft, "num_speculative_tokens": self.num_speculative_tokens})
 
