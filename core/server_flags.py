@@ -1,6 +1,8 @@
 """The tree or chain found best here, as the settings a serving engine takes (SGLang, vLLM).
 
-Conventions, checked against the engines' code and docs (docs/spaces.md lists the sources):
+Conventions, checked against the engines' code and docs: SGLang `python/sglang/srt/speculative/build_eagle_tree.py`
+(the verified tree), `python/sglang/srt/server_args.py` (topk 1), https://docs.sglang.io/advanced_features/
+speculative_decoding.html; vLLM https://docs.vllm.ai/en/latest/features/speculative_decoding/eagle/.
 - **Our N counts drafted nodes, not the root**; SGLang's `--speculative-num-draft-tokens` counts the tokens
   it verifies, the root (the last committed token) included: it keeps the top (num_draft_tokens − 1) drafted
   candidates by path score and puts the verified token in front (`build_eagle_tree.py`). So draft tokens = N + 1.
