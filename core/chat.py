@@ -67,7 +67,7 @@ def resolve_chat(mode: str, tokenizer) -> bool:
         return False
     has = has_chat_template(tokenizer)
     if mode == "on" and not has:
-        raise ChatError("the target's tokenizer has no chat template (use chat auto or off)")
+        raise ChatError("the target's tokenizer has no chat template (use auto or off)")
     return has
 
 
