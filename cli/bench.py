@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from cli.common import add_common_args, announce_drafters, fail, method_knobs, run_main
+from core.chat import ChatError, prepare_prompt, resolve_chat
 from core.compat import PositionTally, drafter_context, readout
 from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
@@ -31,6 +32,7 @@ from core.methods import build_method
 from cli.peers import run_peer
 from core.prompts import read_prompts
 from core.sampling import SamplingConfig
+from core.server_flags import Measured, server_lines
 
 
 @dataclass
@@ -129,7 +131,7 @@ def peer_table(prompts, target, draft, max_new, exit_layers: list[int]) -> tuple
     walls = {lab: 0.0 for lab in labels}
     toks = {lab: 0 for lab in labels}
     for prompt in prompts:
-        ids = target.tokenizer(prompt)["input_ids"]
+        ids = list(prompt)  # prompt ids, chat template applied when the run uses it
         for lab in labels:
             if lab == "ar":
                 res = Session(target, build_method("ar"), prompt, SamplingConfig(), max_new).generate()
@@ -186,12 +188,16 @@ def main(argv: list[str] | None = None) -> None:
         sweeps = [s for s in sweeps if s[0] not in {x[0] for x in specs}]
         for _, name, _, knobs in specs + sweeps:
             build_method(name, **knobs)  # validate every knob before measuring anything
-        prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
+        prompt_texts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
         target = load_model(args.model, args.device)
+        chat = resolve_chat(args.chat, target.tokenizer)
+        prompts = [prepare_prompt(target.tokenizer, p, args.chat).ids for p in prompt_texts]
         all_specs = specs + sweeps
         used = {d for _, name, d, knobs in all_specs if build_method(name, **knobs).needs_draft}
         factories = {d: drafter_factory(d, target, args.draft if d == args.drafter else None, args.device)
                      for d in used}
+    except ChatError as exc:
+        fail(f"--chat {args.chat}: {exc}")
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     announce_drafters(factories)
@@ -216,18 +222,24 @@ def main(argv: list[str] | None = None) -> None:
     shown = repeats if args.repeat > 1 else None
     ar = rows[[s for s in specs if s[1] == "ar"][0][0]]
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
-           "max_new_tokens": args.max_new_tokens, "c": c,
-           "rows": [{**{k: v for k, v in asdict(r).items() if k not in ("points", "tally", "head")},
+           "max_new_tokens": args.max_new_tokens, "c": c, "chat": chat,
+           "rows": [{**{k: v for k, v in asdict(r).items() if k not in ("points", "tally", "head")}, "chat": chat,
                      "mat": r.mat, "mean_delta": r.mean_delta,
                      "tok_s": r.tok_s, "speedup": speedup(ar.wall_s, r.wall_s), "modelled_r": r.modelled_r,
                      "oracle_share": r.oracle_share, "calibration": r.calibration, "tok_s_per_repeat": repeats[r.label],
                      **r.compat()} for r in rows.values()]}
     reps = f", {args.repeat} repeats" if args.repeat > 1 else ""
+    reps += ", chat template" if chat else ""
     texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens{reps})",
                    [rows[s[0]] for s in specs], ar, shown)]
     if sweeps:
         texts.append(table("Sweeps", [ar] + [rows[s[0]] for s in sweeps], ar, shown))
     texts.append(compat_table(list(rows.values())))
+    out["server_flags"] = server_lines([Measured(label, name, d, kn, speedup(ar.wall_s, rows[label].wall_s),
+                                                 rows[label].mismatches == 0) for label, name, d, kn in all_specs],
+                                       {args.drafter: args.draft} if args.draft else {})
+    if out["server_flags"]:
+        texts.append("\n".join(out["server_flags"]))
     if args.peers:
         draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device)
         text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens,

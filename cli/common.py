@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Callable
 
+from core.chat import CHAT_MODES
 from core.device import pick_device
 from core.drafter_loading import DEFAULT_DRAFTER, DrafterFactory
 from core.drafters import DRAFTERS
@@ -81,6 +82,10 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--draft", default=None, help="the drafter's weights: a draft LM (model) or an EAGLE-3 head "
                                                   "folder (eagle3); local folder or Hub id (default: embedded)")
     ap.add_argument("--device", default="auto", type=device_arg, help="auto | cpu | cuda | cuda:N")
+    ap.add_argument("--chat", default="auto", choices=CHAT_MODES,
+                    help="wrap each prompt as one user turn in the target's chat template (add_generation_prompt, "
+                         "no system prompt, enable_thinking off unless SPECSCOPE_CHAT_THINKING=on); auto: when "
+                         "the tokenizer has a template (default auto)")
 
 
 def method_knobs(args: argparse.Namespace) -> dict:

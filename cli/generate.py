@@ -14,6 +14,7 @@ import os
 import sys
 
 from cli.common import OneLineParser, add_common_args, announce_drafters, fail, method_knobs, run_main
+from core.chat import ChatError, prepare_prompt, resolve_chat
 from core.drafter_loading import HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import ModelLoadError, load_model
@@ -22,13 +23,13 @@ from core.prompts import check_prompt_chars, max_prompt_chars, read_prompts
 from core.sampling import SamplingConfig
 
 
-def result_row(row: dict, res) -> dict:
+def result_row(row: dict, res, chat: bool = False) -> dict:
     return {
         "id": row["id"], "method": res.method, "output_ids": res.output_ids, "text": res.text,
         "steps": res.steps, "mat": res.mat, "mean_delta": res.mean_delta,
         "target_forwards": res.target_forwards, "draft_forwards": res.draft_forwards,
         "wall_s": res.wall_s, "stop_reason": res.stop_reason, "prompt_tokens": len(res.prompt_ids),
-        "drafter": next((t.drafter for t in res.traces if t.drafter), None),
+        "drafter": next((t.drafter for t in res.traces if t.drafter), None), "chat": chat,
     }
 
 
@@ -48,24 +49,27 @@ def write_line(data: dict) -> None:
         raise SystemExit(1) from None
 
 
-def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
-    """Everything that can be checked before running: raises ValueError / ModelLoadError with one line."""
+def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session], bool]:
+    """Everything that can be checked before running: raises ValueError / ModelLoadError with one line.
+    Returns the rows, their sessions and whether the chat template wraps the prompts."""
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     sampling.validate()
     method = build_method(args.method, **method_knobs(args))
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
     make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
+    chat = resolve_chat(args.chat, target.tokenizer)
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):
         try:
             check_prompt_chars(r["prompt"], limit)
-            sessions.append(Session(target, method, r["prompt"], sampling, args.max_new_tokens, make()))
-        except ValueError as exc:  # SessionError included: name the prompt, the file may hold hundreds
+            ids = prepare_prompt(target.tokenizer, r["prompt"], args.chat).ids
+            sessions.append(Session(target, method, ids, sampling, args.max_new_tokens, make()))
+        except ValueError as exc:  # SessionError and ChatError included: name the prompt, the file may hold hundreds
             raise ValueError(f"prompt {n} (id {r['id']!r}): {exc}") from None
     announce_drafters({args.drafter: make} if method.needs_draft else {})  # only once nothing can fail here
-    return rows, sessions
+    return rows, sessions, chat
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,14 +78,16 @@ def main(argv: list[str] | None = None) -> None:
     add_common_args(ap)
     args = ap.parse_args(argv)
     try:
-        rows, sessions = prepare(args)
+        rows, sessions, chat = prepare(args)
+    except ChatError as exc:
+        fail(f"--chat {args.chat}: {exc}")
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     failed = 0
     for row in rows:
         session = sessions.pop(0)  # released after its line: finished sessions' caches are not kept
         try:
-            data = result_row(row, session.generate())
+            data = result_row(row, session.generate(), chat)
         except Exception as exc:  # noqa: BLE001 - one prompt's failure must not lose the others' lines
             failed += 1
             data = error_row(row, args.method, exc)

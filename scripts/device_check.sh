@@ -8,7 +8,11 @@
 #
 # EPS is 1e-4 in fp32 (the tests' own) and SPECSCOPE_CHECK_BF16_EPS (default 0.0625: one bf16 step at a
 # logit of about 10) in bf16, where batched and one-token matmuls round differently far more often.
-# Exit status: 0 when every run passed, 1 otherwise.
+# Exit status: 0 when every run passed, 1 otherwise, 2 when the check cannot start (a bad
+# SPECSCOPE_CHECK_DEVICE, torch missing). On a machine without CUDA (the default device is cuda) it prints
+# the one line "no CUDA device: nothing to check" and exits 0, so CPU-only CI can call it; set
+# SPECSCOPE_CHECK_REQUIRE_CUDA=1 on a GPU runner to make a missing GPU exit 2 instead.
+# tests/test_device_check.py runs this script on CPU machines, so it cannot silently stop starting again.
 set -u
 cd "$(dirname "$0")/.."
 DEVICE="${SPECSCOPE_CHECK_DEVICE:-cuda}"
@@ -17,9 +21,18 @@ BF16_EPS="${SPECSCOPE_CHECK_BF16_EPS:-0.0625}"
 FILES=(tests/test_chain_equivalence.py tests/test_tree_equivalence.py tests/test_sampling_lossless.py
        tests/test_tree_sampling.py)
 
+if [[ "$DEVICE" == cuda* ]]; then
+  cuda="$(python -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null)" || {
+    echo "error: python cannot import torch" >&2; exit 2; }
+  if [ "$cuda" != 1 ]; then
+    if [ -n "${SPECSCOPE_CHECK_REQUIRE_CUDA:-}" ]; then echo "error: no CUDA device" >&2; exit 2; fi
+    echo "no CUDA device: nothing to check"
+    exit 0
+  fi
+fi
 python - "$DEVICE" <<'PY' || exit 2
 import sys
-from cli.train_utils import pick_device
+from core.device import pick_device
 try:
     print("device:", pick_device(sys.argv[1]))
 except ValueError as exc:
@@ -37,6 +50,7 @@ for dtype in $DTYPES; do
   export SPECSCOPE_TEST_DEVICE="$DEVICE" SPECSCOPE_TEST_DTYPE="$dtype" SPECSCOPE_TEST_EPS="$eps" SPECSCOPE_TEST_MAX_NEAR_TIES="$ties"
   python -m pytest -q -s -p no:cacheprovider "${FILES[@]}" "$@" >"$log" 2>&1; rc1=$?
   python -m pytest -q -s -p no:cacheprovider tests/test_specbound.py -k greedy "$@" >>"$log" 2>&1; rc2=$?
+  python -m pytest -q -s -p no:cacheprovider tests/test_chat.py -k equals_ar "$@" >>"$log" 2>&1 || rc2=1
   [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || status=1
   python - "$log" "$dtype" "$DEVICE" "$eps" "$rc1" "$rc2" <<'PY'
 import re, sys
