@@ -12,7 +12,7 @@ from typing import Callable
 
 from core.drafters import DRAFTERS, Drafter, LookupDrafter, ModelDrafter
 from core.eagle3_io import DEFAULT_HEAD, HeadLoadError, head_for
-from core.loading import DEFAULT_DRAFT, ModelLoadError, hub_offline, hub_reachable, load_model
+from core.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
 from core.model import CausalLM
 
 DrafterFactory = Callable[[], Drafter]
@@ -32,7 +32,8 @@ def head_folder(name: str) -> Path:
                                       local_files_only=offline))
     except Exception as exc:  # noqa: BLE001 - the hub client raises many kinds; the user needs one line
         where = "the local Hugging Face cache (offline)" if offline else "the Hub"
-        raise HeadLoadError(f"cannot fetch the head '{name}' from {where}: {type(exc).__name__}") from None
+        denied = None if offline else denied_line(name, exc)
+        raise HeadLoadError(denied or f"cannot fetch the head '{name}' from {where}: {type(exc).__name__}") from None
 
 
 def drafter_factory(name: str, target: CausalLM, draft: str | None = None, device: str = "auto") -> DrafterFactory:

@@ -81,6 +81,16 @@ def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
         return False
 
 
+def denied_line(name: str, exc: BaseException) -> str | None:
+    """One line for a Hub refusal (401/403: a gated or private repository), else None. huggingface_hub reads
+    HF_TOKEN from the environment by itself; the line says what to do."""
+    text = f"{type(exc).__name__} {exc}"
+    if "GatedRepo" in text or "gated" in text.lower() or "401" in text or "403" in text:
+        return (f"'{name}' is gated or private on the Hub (401/403): accept its licence on its Hub page and set "
+                f"HF_TOKEN to a token that has access (on a Space: as a secret)")
+    return None
+
+
 def _load_config(src: str, local: bool, name: str):
     """Local folder, else the local HF cache, else the Hub when it is allowed (HF_HUB_OFFLINE unset) and reachable."""
     offline = hub_offline()
@@ -93,6 +103,8 @@ def _load_config(src: str, local: bool, name: str):
         except (OSError, ValueError) as exc:
             if not kw:  # a cache miss says nothing useful; a real attempt's error does
                 last = str(exc).splitlines()[0]
+                if denied_line(name, exc):
+                    raise ModelLoadError(denied_line(name, exc)) from None
     raise ModelLoadError(f"cannot load '{name}': {last}")
 
 

@@ -1,8 +1,9 @@
 """Where engine calls run. Three modes, one decorator:
 
 - local (default): the call runs in the server's own process; the worker-side caches persist between calls.
-- spaces: on Hugging Face Spaces with ZeroGPU the `spaces` package is importable, and `@spaces.GPU(duration=…)`
-  runs each call in a GPU worker process: its arguments and result are pickled, and nothing it changes in
+- spaces: on a ZeroGPU Space (the `spaces` package importable and SPACES_ZERO_GPU set by the platform; off
+  ZeroGPU the decorator returns the function unchanged, so that is "local"), `@spaces.GPU(duration=…)` runs
+  each call in a GPU worker process: its arguments and result are pickled, and nothing it changes in
   that process can be relied on afterwards. Only the documented decorator is used.
 - emulate (SPECSCOPE_ZEROGPU_EMULATE=1): the same rules imposed on a CPU machine, so tests can hold us to
   them: every call pickles its arguments and result and runs in a freshly forked process, whatever it changes
@@ -30,7 +31,7 @@ CHUNK = 16  # steps per engine call when calls are remote: fewer calls, each wel
 
 def mode() -> str:
     """spaces | emulate | local; read when a function is decorated (at import)."""
-    if spaces is not None:
+    if spaces is not None and os.environ.get("SPACES_ZERO_GPU", "").strip().lower() in ("1", "t", "true"):
         return "spaces"
     return "emulate" if os.environ.get("SPECSCOPE_ZEROGPU_EMULATE", "").strip() in ("1", "true", "yes") else "local"
 

@@ -19,8 +19,32 @@ from core.model import CausalLM
 
 EMBEDDED = "embedded"
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-# Small models of the supported families, in pairs that share a tokenizer (a target and its draft).
-DEFAULT_ALLOW = ("Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B")
+# Small models of the supported families, in pairs that share a tokenizer (a target and its draft), and the
+# published EAGLE-3 head of the smallest curated pair below.
+DEFAULT_ALLOW = ("Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B",
+                 "AngelSlim/Qwen3-1.7B_eagle3")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A target with an EAGLE-3 head published for it (ids as their publishers' READMEs and vLLM's own tests
+    name them). Sizes are bf16 weights from the parameter counts, approximate; gated targets need HF_TOKEN."""
+    target: str
+    head: str
+    approx_gb: float
+    gated: bool = False
+
+    def label(self) -> str:
+        gated = ", gated: needs HF_TOKEN" if self.gated else ""
+        return f"{self.target} + {self.head} (≈{self.approx_gb:g} GB{gated})"
+
+
+PAIRS = (
+    Pair("Qwen/Qwen3-1.7B", "AngelSlim/Qwen3-1.7B_eagle3", 4.4),
+    Pair("Qwen/Qwen3-4B", "AngelSlim/Qwen3-4B_eagle3", 8.6),
+    Pair("Qwen/Qwen3-8B", "AngelSlim/Qwen3-8B_eagle3", 17.2),
+    Pair("meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 16.9, gated=True),
+)
 DEFAULT_MAX_MB = 4000
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
@@ -67,6 +91,13 @@ def hub_policy() -> HubPolicy:
     allow = tuple(x.strip() for x in allow_env.split(",") if x.strip()) if allow_env else DEFAULT_ALLOW
     mb = os.environ.get("SPECSCOPE_HUB_MAX_MB", "").strip()
     return HubPolicy(enabled, allow, int(mb) if mb.isdigit() else DEFAULT_MAX_MB, why)
+
+
+def offered_pairs(policy: HubPolicy | None = None) -> list[Pair]:
+    """The curated pairs this server lets visitors load: Hub on, both ids allowed, under the size cap."""
+    p = policy or hub_policy()
+    return [pair for pair in PAIRS if p.enabled and p.allows(pair.target) and p.allows(pair.head)
+            and pair.approx_gb * 1000 <= p.max_mb]
 
 
 def model_box_info() -> str:
@@ -120,11 +151,21 @@ def resolve(name: str, role: str) -> str:
     return name
 
 
+def resolve_head(name: str) -> str | None:
+    """The EAGLE-3 head typed in the draft box: None for the embedded head (it fits the embedded target
+    only), else an allowed Hub id (ValueError otherwise)."""
+    name = (name or "").strip()
+    if name in ("", EMBEDDED):
+        return None
+    return resolve(name, "draft")
+
+
 def get_models(target_name: str, draft_name: str, needs_draft: bool,
                drafter: str = "model") -> tuple[CausalLM, CausalLM | Drafter | None]:
     """Shared read-only weights (load_model caches them); raises ValueError with a one-line reason.
     The second item is what Session takes as `draft`: the draft LM for drafter 'model' (wrapped by the
-    Session, as before), a fresh drafter of its own for 'eagle3' / 'lookup', None when nothing drafts."""
+    Session, as before), a fresh drafter of its own for 'eagle3' (the draft box names its head) or
+    'lookup', None when nothing drafts."""
     if drafter not in DRAFTERS:
         raise ValueError(f"unknown drafter '{drafter}' (choose from {', '.join(DRAFTERS)})")
     use_lm = needs_draft and drafter == "model"
@@ -141,20 +182,24 @@ def get_models(target_name: str, draft_name: str, needs_draft: bool,
     if draft is not None and len(draft.tokenizer) != len(target.tokenizer):
         raise ValueError("the draft and target tokenizers differ; pick a draft from the target's family")
     if needs_draft and drafter != "model":
-        return target, new_drafter(drafter, target)
+        head = resolve_head(draft_name) if drafter == "eagle3" else None
+        if head is not None:
+            check_size(head, hub_policy())
+        return target, new_drafter(drafter, target, head)
     return target, draft
 
 
-_FACTORIES: dict[tuple[str, int], DrafterFactory] = {}
+_FACTORIES: dict[tuple[str, int, str | None], DrafterFactory] = {}
 
 
-def new_drafter(name: str, target: CausalLM) -> Drafter:
-    """A fresh drafter (its own caches) for one session; the weights behind it (the EAGLE-3 head) are
-    loaded once per target and shared. The head is the embedded one: it only fits the embedded target."""
-    key = (name, id(target))  # load_model caches targets, so the id is stable while the target lives
+def new_drafter(name: str, target: CausalLM, head: str | None = None) -> Drafter:
+    """A fresh drafter (its own caches) for one session; the weights behind it (an EAGLE-3 head: `head`, or
+    the embedded one, which fits the embedded target only) are loaded once per target and shared. A head
+    that does not fit the target says why in one line."""
+    key = (name, id(target), head)  # load_model caches targets, so the id is stable while the target lives
     if key not in _FACTORIES:
         try:
-            _FACTORIES[key] = drafter_factory(name, target, None, device())
+            _FACTORIES[key] = drafter_factory(name, target, head, device())
         except (HeadLoadError, ModelLoadError) as exc:
             raise ValueError(f"drafter '{name}' cannot be used with this target: {exc}") from None
     return _FACTORIES[key]()
