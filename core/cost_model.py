@@ -85,25 +85,35 @@ def median_ms(fn, reps: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def _fitting(target: CausalLM) -> tuple[list[int], list[int], int]:
+    """(token ids, verify sizes, context) that fit the target: ids inside its vocabulary, the cached context
+    plus the largest forward inside its context window (a small model measures fewer sizes)."""
+    sizes = [n for n in VERIFY_SIZES if n <= target.max_context // 2] or [1]
+    context = max(1, min(CONTEXT, target.max_context - max(sizes) - max(DRAFT_WIDTHS) - 8))
+    ids = [10 + i % max(1, target.vocab_size - 10) for i in range(max(context, max(sizes)))]
+    return ids, sizes, context
+
+
 @torch.inference_mode()
-def _verify_curve(target: CausalLM, reps: int) -> list[float]:
-    ctx = list(range(10, 10 + CONTEXT))
-    cache = target.new_cache(CONTEXT + max(VERIFY_SIZES) + 1)
-    target.forward(ctx, range(CONTEXT), cache)
+def _verify_curve(target: CausalLM, reps: int) -> tuple[list[int], list[float]]:
+    ctx, sizes, context = _fitting(target)
+    cache = target.new_cache(context + max(sizes) + 1)
+    target.forward(ctx[:context], range(context), cache)
     out = []
-    for n in VERIFY_SIZES:
+    for n in sizes:
         def run() -> None:
-            cache.rollback(CONTEXT)
-            target.forward(ctx[:n], range(CONTEXT, CONTEXT + n), cache)
+            cache.rollback(context)
+            target.forward(ctx[:n], range(context, context + n), cache)
         out.append(median_ms(run, reps))
-    return out
+    return sizes, out
 
 
 @torch.inference_mode()
 def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[int], list[float]]:
     """One drafter forward over `width` depth-0 siblings, after a root proposal over the context."""
-    ids = list(range(10, 10 + CONTEXT))
-    room = CONTEXT + max(DRAFT_WIDTHS) + 8  # the widest frontier fits after the context
+    ids, _, context = _fitting(target)
+    ids = ids[:context]
+    room = context + max(DRAFT_WIDTHS) + 8  # the widest frontier fits after the context
     head = ids[:-1]  # prefilled as a session does: the last token is fed by the next step
     feats = target.forward(head, range(len(head)), target.new_cache(room), taps=drafter.taps).taps
     drafter.prefill(ids, feats, room)
@@ -140,7 +150,7 @@ def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = 
         except (TypeError, ValueError):
             pass
     widths, draft_ms = _draft_curve(target, drafter.fresh(), reps)
-    model = CostModel(key, list(VERIFY_SIZES), _verify_curve(target, reps), widths, draft_ms)
+    model = CostModel(key, *_verify_curve(target, reps), widths, draft_ms)
     _MEMO[key] = model
     if use_disk:
         try:
