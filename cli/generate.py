@@ -14,6 +14,8 @@ import os
 import sys
 
 from cli.common import OneLineParser, add_common_args, fail, method_knobs
+from core.auto_budget import AutoMemory
+from core.cost_model import measure
 from core.drafter_loading import HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import ModelLoadError, load_model
@@ -52,10 +54,13 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session]]:
     """Everything that can be checked before running: raises ValueError / ModelLoadError with one line."""
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     sampling.validate()
-    method = build_method(args.method, **method_knobs(args))
+    # auto: each prompt's session carries on where the last one rested (one memory for the run)
+    method = build_method(args.method, **method_knobs(args), auto_memory=AutoMemory())
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
     make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
+    if getattr(method, "auto", False):  # the cost curves before any prompt is timed, saying so
+        measure(target, make(), progress=lambda line: print(line, file=sys.stderr, flush=True))
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -27,7 +29,8 @@ VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)
 CONTEXT = 256  # cached tokens the timed forwards attend to
 CACHE_DIR = Path.home() / ".cache" / "specscope"
-_MEMO: dict[str, "CostModel"] = {}
+_MEMO: dict[str, "CostModel"] = {}  # measured once per process: the machine's, shared read-only like the weights
+log = logging.getLogger("specscope")
 
 
 @dataclass
@@ -62,6 +65,17 @@ class CostModel:
         """The papers' c: one drafter forward (one node) over one target forward (one token); 0 for a
         drafter that runs no model."""
         return self.t_draft(1) / self.t_verify(1) if self.draft_ms else 0.0
+
+    def c_over(self, widths: dict[int, int]) -> float:
+        """c as a run paid it: the mean over the draft forwards it ran ({frontier width: forwards}) of
+        t_draft(width) / t_verify(1). A tree level is many nodes wide and costs more than one node; the
+        one-node c would make the modelled R = τ/(1 + cδ) optimistic."""
+        n = sum(widths.values())
+        if not self.draft_ms:
+            return 0.0
+        if not n:
+            return self.c
+        return sum(k * self.t_draft(w) for w, k in widths.items()) / n / self.t_verify(1)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -136,9 +150,11 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
     return list(DRAFT_WIDTHS), out
 
 
-def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = True) -> CostModel:
+def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = True,
+            progress: Callable[[str], None] | None = None) -> CostModel:
     """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
-    fresh drafter of the same kind: the caller's is left alone)."""
+    fresh drafter of the same kind: the caller's is left alone), saying so first through `progress` (else
+    the log): a measurement takes seconds, so programs call this at load time, before anything is timed."""
     key = f"{target.device}|{target.name}|{target.dtype}|{drafter.name}"
     if key in _MEMO:
         return _MEMO[key]
@@ -149,6 +165,8 @@ def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = 
             return _MEMO[key]
         except (TypeError, ValueError):
             pass
+    (progress or log.info)(f"measuring this machine's cost curves ({target.device}, {target.name}, drafter "
+                           f"{drafter.name}): a few seconds, once")
     widths, draft_ms = _draft_curve(target, drafter.fresh(), reps)
     model = CostModel(key, *_verify_curve(target, reps), widths, draft_ms)
     _MEMO[key] = model

@@ -33,7 +33,9 @@ class Method(Protocol):
     needs_draft: bool  # drafts with a drafter (else: AR, or SpecBound's own layers)
     scratch: int  # cache slots a step may write beyond the committed text
 
-    def step(self, s: "Session") -> StepTrace: ...
+    def prepare(self, s: "Session") -> None: ...  # once, when the session is built: work no step should time
+
+    def step(self, s: "Session") -> StepTrace: ...  # commits through s.commit, returns s.step_trace(...)
 
 
 def sync(device: torch.device) -> None:
@@ -95,6 +97,7 @@ class Session:
         # caches hold what this session can reach, plus what one step may write beyond it
         reach = min(target.max_context, len(self.prompt_ids) + max_new_tokens)
         self.cache_len = reach + getattr(method, "scratch", 64)
+        method.prepare(self)  # e.g. auto's cost curves: measured before any step is timed, never inside one
 
     def _prefill(self) -> None:
         """Cache everything committed but the last token, which the next step feeds (target and drafter)."""
@@ -149,18 +152,13 @@ class Session:
             self.stop_reason = "length" if limit_hit else "context"
         return kept
 
-    def finish_trace(self, trace: StepTrace, proposed: list[int]) -> StepTrace:
-        """Commit `proposed` and record it (and the stop reason) in the trace."""
-        kept = self.commit(proposed)
-        trace.committed_ids = kept
-        trace.committed_texts = [self.text_of(t) for t in kept]
-        trace.tau = len(kept)
-        trace.stop_reason = self.stop_reason
-        self.traces.append(trace)
-        return trace
-
-    def new_trace(self) -> StepTrace:
-        return StepTrace(index=len(self.traces), method=self.method.name, context_len=len(self.ids))
+    def step_trace(self, kept: list[int], **fields) -> StepTrace:
+        """The step's record, built once at its end (after `commit` returned `kept`): what it committed and
+        the stop reason beside the method's own fields. `step()` times it and publishes it; nothing changes
+        it afterwards."""
+        return StepTrace(index=len(self.traces), method=self.method.name, context_len=len(self.ids) - len(kept),
+                         committed_ids=list(kept), committed_texts=[self.text_of(t) for t in kept], tau=len(kept),
+                         stop_reason=self.stop_reason, **fields)
 
     @torch.inference_mode()
     def step(self) -> StepTrace:
@@ -176,7 +174,8 @@ class Session:
                 self.prefill_ms = t.ms
             with Timer(self.target.device) as t:
                 trace = self.method.step(self)
-            trace.step_ms = t.ms
+            trace.step_ms = t.ms  # the last field, set before the trace is published
+            self.traces.append(trace)
             return trace
         except BaseException:
             # atomic: the text as before the step; caches rebuilt from it by the next step
