@@ -33,7 +33,6 @@ from core.specbound_draft import DraftPlan, draft_block
 from core.trace import SpecBoundStep, StepTrace
 from core.verify import ChainVerdict, record_chain, verify_chain_greedy, verify_chain_sampling
 
-DEFAULTS = {k: v for k, v in knobs.defaults("specbound").items() if k != "exit_layers"}
 ExitLayers = tuple[int, ...] | str  # a list of layers, "all" or "stored"
 
 
@@ -49,16 +48,16 @@ def check_layers(chosen: ExitLayers, stored: tuple[int, ...] | None, min_exit: i
 
 @dataclass
 class SpecBoundMethod:
-    alpha: float = DEFAULTS["alpha"]
-    tau_exit: float = DEFAULTS["tau_exit"]
-    d_max: int = DEFAULTS["d_max"]  # clamped to L
-    w_max: int | None = DEFAULTS["w_max"]  # None = unbounded
-    min_exit_layer: int = DEFAULTS["min_exit_layer"]
+    alpha: float = knobs.ALPHA.default
+    tau_exit: float = knobs.TAU_EXIT.default
+    d_max: int = knobs.D_MAX.default  # clamped to L
+    w_max: int | None = knobs.W_MAX.default  # None = unbounded
+    min_exit_layer: int = knobs.MIN_EXIT.default
     heads: ExitHeads | None = None  # None: the target's trained heads, else the logit lens
     propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
-    exit_layers: ExitLayers = "all"
+    exit_layers: ExitLayers = knobs.EXIT_LAYERS.default
     record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
-    exit_vocab: int = DEFAULTS["exit_vocab"]  # V_exit: checks over the most frequent tokens only (0: all)
+    exit_vocab: int = knobs.EXIT_VOCAB.default  # V_exit: checks over the most frequent tokens only (0: all)
     name: str = "specbound"
     needs_draft: bool = False
     scratch: int = 4
