@@ -178,3 +178,17 @@ def test_auto_measures_its_cost_curves_when_the_session_is_built_not_in_a_step(m
     assert events[0] == "measure" and events.count("measure") == 1 and events.count("step") >= 1
     Session(target, build_method("talon", preset="auto"), [5, 17], max_new_tokens=4, draft=ModelDrafter(draft))
     assert events.count("measure") == 1  # measured once per machine, model and drafter
+
+
+def test_c_is_the_mean_over_the_widths_a_run_drafted():
+    from core.metrics import Totals
+    from core.trace import LevelTrace
+    c = CostModel("test", [1, 8], [10.0, 20.0], [1, 8], [1.0, 2.0])
+    assert c.c == pytest.approx(0.1) and c.c_over({}) == pytest.approx(0.1)
+    assert c.c_over({1: 2, 8: 2}) == pytest.approx((2 * 1.0 + 2 * 2.0) / 4 / 10.0)
+    totals = Totals()
+    t = chain_trace(2, 1)
+    t.levels = [LevelTrace(0, 1, 4, 2), LevelTrace(1, 8, 16, 3)]
+    totals.add([t, t], 4, 0.1)
+    assert totals.widths == {1: 2, 8: 2}
+    assert CostModel("lookup", [1], [10.0], [], []).c_over({1: 3}) == 0.0
