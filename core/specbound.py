@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from core import knobs
-from core.act import act_temperature, exits_at, head_cost_layers, layer_confidence  # noqa: F401 (the ACT names)
+from core.act import head_cost_layers
 from core.engine import Session, Timer
 from core.exit_heads import ExitHeads, exit_vocab, heads_for
 from core.sampling import probs

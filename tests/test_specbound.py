@@ -13,8 +13,8 @@ from core.ar import ARMethod
 from core.engine import Session
 from core.exit_heads import ExitHeads, exit_vocab, heads_dir, heads_for
 from core.sampling import SamplingConfig
-from core.specbound import (SpecBoundMethod, act_temperature, build_specbound_method, exits_at,
-                            layer_confidence)
+from core.act import act_temperature, exits_at, layer_confidence
+from core.specbound import SpecBoundMethod, build_specbound_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
 from tests.tiny_models import tiny_lm

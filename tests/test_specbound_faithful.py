@@ -25,7 +25,7 @@ def test_a_check_always_happens_at_d_max():
 @pytest.mark.parametrize("preset", ["paper", "fast"])
 def test_every_d_max_drafts_differently_commits_more_than_one_token_and_equals_ar(target, heldout_prompts,
                                                                                    ar_reference, preset):
-    prompts = heldout_prompts[:3]
+    prompts = heldout_prompts[:2]
     runs = {}
     for d_max in D_MAXES:
         method = build_method("specbound", preset=preset, d_max=d_max, record_raw=0)
