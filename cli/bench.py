@@ -7,20 +7,24 @@ A method spec may name its drafter after an @ and carry knobs after colons: `tal
 `chain@lookup:gamma=8`, `specbound:alpha=0` (no @: --drafter). Runs are interleaved
 prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall time over the
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
-the measured cost ratio c of one draft forward to one target forward, read off the cost curves
-(core/cost_model.py, 256 cached tokens; SpecBound counts δ in target-forward equivalents, so its c is 1).
-The compatibility readout (core/compat.py) follows the tables: acceptance by draft position, the head's
-layout, taps and draft vocabulary, and the share of the committed text its draft vocabulary holds.
+the measured cost ratio c of a draft forward to a one-token target forward, read off the cost curves
+(core/cost_model.py, 256 cached tokens) at the frontier widths the row drafted, averaged over its draft
+forwards (SpecBound counts δ in target-forward equivalents, so its c is 1). `specbound:preset=fast` names a
+preset for one row. The compatibility readout (core/compat.py) follows the tables: acceptance by draft
+position, the head's layout, taps and draft vocabulary, and the share of the committed text its draft
+vocabulary holds.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 
 import torch
 
 from cli.common import add_common_args, announce_drafters, fail, method_knobs, run_main
+from core.auto_budget import AutoMemory
 from core.chat import ChatError, prepare_prompt, resolve_chat
 from core.compat import PositionTally, drafter_context, readout
 from core.cost_model import measure as measure_costs
@@ -62,7 +66,7 @@ def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict
     for item in filter(None, items):
         key, _, value = item.partition("=")
         key = key.replace("-", "_")
-        knobs[key] = int(value) if value.lstrip("-").isdigit() else value if key == "exit_layers" else float(value)
+        knobs[key] = int(value) if value.lstrip("-").isdigit() else value if key in ("exit_layers", "preset") else float(value)
     return spec, name, drafter, knobs
 
 
@@ -172,7 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.repeat < 1:
         fail("--repeat must be at least 1")
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
-    base = {**method_knobs(args), "record_raw": 0}  # SpecBound: no trace-only softmax while timing
+    base = {**method_knobs(args), "record_raw": 0, "auto_memory": AutoMemory()}  # SpecBound: no trace-only
+    # softmax while timing; auto: each prompt's session carries on where the last one on its setup rested
     try:
         sampling.validate()
         specs = [parse_spec(s, base, args.drafter) for s in args.methods.split(",")]
@@ -202,13 +207,11 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(exc))
     announce_drafters(factories)
     rows = {label: Row(label=label) for label, _, _, _ in all_specs}
-    c = {}
+    costs = {}
     for d, make in factories.items():  # first-call allocations and the cost curves (c, `auto`) out of the way
         Session(target, build_method("talon"), prompts[0], sampling, 8, make()).generate()
-        c[d] = measure_costs(target, make(), use_disk=False).c
-    for label, name, drafter, knobs in all_specs:
-        needs = build_method(name, **knobs).needs_draft
-        rows[label].c = c[drafter] if needs else 1.0 if name == "specbound" else 0.0
+        costs[d] = measure_costs(target, make(), use_disk=False, progress=lambda m: print(m, file=sys.stderr))
+    c = {d: cost.c for d, cost in costs.items()}
     ar_out: dict[int, list[int]] = {}
     repeats: dict[str, list[float]] = {label: [] for label in rows}
     for k in range(args.repeat):
@@ -219,6 +222,9 @@ def main(argv: list[str] | None = None) -> None:
         for label, r in rows.items():
             tokens, wall = r.tokens - before[label][0], r.wall_s - before[label][1]
             repeats[label].append(tokens / max(wall, 1e-9))
+    for label, name, drafter, knobs in all_specs:  # c: the mean over the widths each row drafted
+        needs = build_method(name, **knobs).needs_draft
+        rows[label].c = costs[drafter].c_over(rows[label].widths) if needs else 1.0 if name == "specbound" else 0.0
     shown = repeats if args.repeat > 1 else None
     ar = rows[[s for s in specs if s[1] == "ar"][0][0]]
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),

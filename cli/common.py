@@ -69,12 +69,16 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     _knob_flags(ap.add_argument_group("chain"), knobs.METHOD_KNOBS["chain"], seen)
     tree = ap.add_argument_group("trees (static, talon); N counts drafted nodes, not the root; "
                                  "unset knobs come from --preset")
-    tree.add_argument("--preset", default="paper", choices=sorted(knobs.PRESETS),
-                      help="; ".join(f"{name}: {knobs.preset_text(name)}" for name in knobs.PRESETS)
-                           + " (embedded: the best measured on the embedded pair; auto: N chosen per step for "
-                             "this machine)")
+    ap.add_argument("--preset", default="paper", choices=sorted(knobs.PRESETS),
+                    help="named knob settings; a preset sets the knobs it names, the others keep their defaults. "
+                         + "; ".join(f"{name}: {knobs.preset_text(name)}" for name in ("embedded", "auto", "fast"))
+                         + " (paper: every method at the papers' settings, SpecBound checking every layer over the "
+                           "whole vocabulary; embedded: the best tree measured on the embedded pair; auto: N chosen "
+                           "per step for this machine; fast: SpecBound at the exit layers stored with its heads over "
+                           "a reduced vocabulary)")
     _knob_flags(tree, knobs.METHOD_KNOBS["talon"] + knobs.METHOD_KNOBS["static"], seen)
-    _knob_flags(ap.add_argument_group("specbound (defaults: the method's own)"), knobs.METHOD_KNOBS["specbound"], seen)
+    _knob_flags(ap.add_argument_group("specbound; unset knobs come from --preset (paper or fast)"),
+                knobs.METHOD_KNOBS["specbound"], seen)
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
                     help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
@@ -89,6 +93,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
 
 
 def method_knobs(args: argparse.Namespace) -> dict:
-    """Every method knob the user gave, over the preset's (unset SpecBound knobs: the method's defaults)."""
+    """Every method knob the user gave and the preset (core.knobs.resolve puts the given over the preset's)."""
+    knobs.preset_knobs(args.preset)  # an unknown preset fails here, in one line
     given = {n: getattr(args, n) for n in knobs.ALL_KNOBS if getattr(args, n, None) is not None}
-    return {**knobs.preset_knobs(args.preset), **given}
+    return {"preset": args.preset, **given}

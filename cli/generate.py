@@ -14,7 +14,9 @@ import os
 import sys
 
 from cli.common import OneLineParser, add_common_args, announce_drafters, fail, method_knobs, run_main
+from core.auto_budget import AutoMemory
 from core.chat import ChatError, prepare_prompt, resolve_chat
+from core.cost_model import measure
 from core.drafter_loading import HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import ModelLoadError, load_model
@@ -54,11 +56,14 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session], bool]:
     Returns the rows, their sessions and whether the chat template wraps the prompts."""
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     sampling.validate()
-    method = build_method(args.method, **method_knobs(args))
+    # auto: each prompt's session carries on where the last one rested (one memory for the run)
+    method = build_method(args.method, **method_knobs(args), auto_memory=AutoMemory())
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
     make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
     chat = resolve_chat(args.chat, target.tokenizer)
+    if getattr(method, "auto", False):  # the cost curves before any prompt is timed, saying so
+        measure(target, make(), progress=lambda line: print(line, file=sys.stderr, flush=True))
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):

@@ -1,7 +1,7 @@
 """Measure SpecBound knob settings against AR on held-out prompts (how the defaults were chosen).
 
     python -m cli.tune_specbound [--model PATH] [--prompts FILE] [--n 12] [--max-new-tokens 64] [--repeat 1]
-        [--grid alpha=0,1,2 tau_exit=0.5,0.7 d_max=6,8 w_max=6,10 min_exit_layer=2,3]
+        [--preset paper|fast] [--grid alpha=0,1,2 tau_exit=0.05,0.1 d_max=2,4,6,8 w_max=6,10 min_exit_layer=2,3]
 
 Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),
 modelled R = MAT / (1 + δ), the share of layer passes saved against AR, drafted-token acceptance,
@@ -25,8 +25,11 @@ from core.loading import DEFAULT_TARGET, load_model
 from core.metrics import modelled_r, speedup
 from core.prompts import ASSET_PROMPTS, read_prompts
 from core.exit_heads import heads_for, store_exit_layers
-from core.specbound import DEFAULTS, build_specbound_method
+from core.specbound import build_specbound_method
 from cli.common import run_main
+
+
+NAMES = [k.name for k in knobs.METHOD_KNOBS["specbound"]]
 
 
 @dataclass
@@ -67,8 +70,8 @@ def parse_grid(items: list[str]) -> list[dict]:
     axes = {}
     for item in items:
         name, _, values = item.partition("=")
-        if name not in DEFAULTS and name != "exit_layers":
-            raise SystemExit(f"error: unknown knob '{name}' (choose from {', '.join(DEFAULTS)})")
+        if name not in NAMES:
+            raise SystemExit(f"error: unknown knob '{name}' (choose from {', '.join(NAMES)})")
         try:
             axes[name] = [knobs.ALL_KNOBS[name].check(v) for v in values.split(",")]  # exit_layers: "2;4"
         except ValueError as exc:
@@ -90,14 +93,18 @@ def main(argv: list[str] | None = None) -> None:
                     help="measure every single exit layer from the lowest to d_max and every layer together (at the "
                          "grid's first setting), and store the fastest set with the heads as SpecBound's default")
     ap.add_argument("--repeat", type=int, default=1, help="passes over AR and every setting, interleaved")
+    ap.add_argument("--preset", default=None, choices=knobs.presets_for("specbound"),
+                    help="the knobs the grid does not set (default: paper; fast with --choose-exit-layers, whose "
+                         "stored set is the fast preset's)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         raise SystemExit("error: --repeat must be at least 1")
     lm = load_model(args.model, "cpu")
     prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
-    grid = parse_grid(args.grid)
+    preset = args.preset or ("fast" if args.choose_exit_layers else "paper")
+    grid = [{"preset": preset, **g} for g in parse_grid(args.grid)]
     if args.choose_exit_layers:
-        base = {**DEFAULTS, **grid[0]}
+        base = knobs.resolve("specbound", grid[0])
         sets = [str(ell) for ell in range(base["min_exit_layer"], min(base["d_max"], lm.num_layers) + 1)] + ["all"]
         grid = [{**grid[0], "exit_layers": layers} for layers in sets]
     ar_ms, ms = 0.0, [0.0] * len(grid)  # summed over passes
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
     speed = {}
     for setting, row, t in zip(grid, rows, ms):
-        shown = " ".join(f"{k}={v}" for k, v in {**DEFAULTS, **setting}.items())
+        shown = " ".join(f"{k}={v}" for k, v in knobs.resolve("specbound", setting).items())
         speed[setting.get("exit_layers", "default")] = speedup(ar_ms, t)
         print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
               f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, t):6.2f}", flush=True)
@@ -122,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         layers = list(range(1, lm.num_layers + 1)) if best == "all" else [int(x) for x in best.split(";")]
         measured = {"speedup_over_ar": {k: round(v, 3) for k, v in speed.items()}, "prompts": len(prompts),
                     "max_new_tokens": args.max_new_tokens, "repeat": args.repeat,
-                    "knobs": {k: v for k, v in grid[0].items() if k != "exit_layers"}}
+                    "knobs": {k: v for k, v in knobs.resolve("specbound", grid[0]).items() if k != "exit_layers"}}
         try:
             where = store_exit_layers(lm, layers, measured)
         except ValueError as exc:

@@ -14,8 +14,10 @@ class ARMethod:
     needs_draft: bool = False
     scratch: int = 1
 
+    def prepare(self, s: Session) -> None:
+        """Nothing to measure before stepping."""
+
     def step(self, s: Session) -> StepTrace:
-        trace = s.new_trace()
         with Timer(s.target.device) as t:
             # 1. one target forward over the pending token(s)
             pending = s.pending(s.tcache)
@@ -24,6 +26,6 @@ class ARMethod:
             # 2. the target's own choice, from exactly the distribution verification uses
             dist = probs(logits, s.sampling)
             tok = choose(logits, dist, s.sampling, s.gen)
-        trace.verify_ms, trace.target_forwards = t.ms, 1
-        trace.choices = [TargetChoice(ROOT, tok, s.text_of(tok), float(dist[tok]))]
-        return s.finish_trace(trace, [tok])
+        choice = TargetChoice(ROOT, tok, s.text_of(tok), float(dist[tok]))
+        # 3. commit
+        return s.step_trace(s.commit([tok]), verify_ms=t.ms, target_forwards=1, choices=[choice])

@@ -2,8 +2,8 @@
 
 A tree step becomes a Replay (its nodes' depths in keep order, where the accepted path sits in that order,
 its budget and its measured times) and one row of a Table: τ and the cost curves' ms of the tree cut to
-every budget of auto's grid, as arrays, so that a decision is a few numpy
-reductions. Recent trees weigh more: a tree's weight halves every HALF_LIFE steps of age.
+every budget of auto's grid, as arrays, so that a decision is a few numpy reductions. Recent trees weigh
+more: a tree's weight halves every `half_life` steps of age (core/auto_config.py).
 """
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ import numpy as np
 
 from core.shape_calibration import T_GRID
 from core.trace import StepTrace
-
-HISTORY = 64  # recent trees replayed
-HALF_LIFE = 24  # steps: a tree's weight halves with this age, so a burst or an easy prompt fades
-
 
 @dataclass
 class Replay:
@@ -45,17 +41,17 @@ class Table:
         return cls(np.zeros((0, g)), np.zeros((0, g)), *(np.zeros(0) for _ in range(4)))
 
     def append(self, tau: list[float], curve: list[float], full: float, step: float, forward: float,
-               budget: int) -> "Table":
-        """A new table with this row added and only the last HISTORY rows kept."""
+               budget: int, history: int) -> "Table":
+        """A new table with this row added and only the last `history` rows kept."""
         def add(a: np.ndarray, row) -> np.ndarray:
-            return np.concatenate([a, np.asarray([row], dtype=float)])[-HISTORY:]
+            return np.concatenate([a, np.asarray([row], dtype=float)])[-history:]
         return Table(add(self.tau, tau), add(self.curve, curve), add(self.full, full), add(self.step, step),
                      add(self.forward, forward), add(self.budget, budget))
 
 
-def age_weights(count: int) -> np.ndarray:
-    """(count,) weights of the recent trees, oldest first: halving every HALF_LIFE steps of age."""
-    return 0.5 ** (np.arange(count)[::-1] / HALF_LIFE)
+def age_weights(count: int, half_life: int) -> np.ndarray:
+    """(count,) weights of the recent trees, oldest first: halving every `half_life` steps of age."""
+    return 0.5 ** (np.arange(count)[::-1] / half_life)
 
 
 def tau_of(r: Replay, n: int) -> float:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -27,7 +29,8 @@ VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)
 CONTEXT = 256  # cached tokens the timed forwards attend to
 CACHE_DIR = Path.home() / ".cache" / "specscope"
-_MEMO: dict[str, "CostModel"] = {}
+_MEMO: dict[str, "CostModel"] = {}  # measured once per process: the machine's, shared read-only like the weights
+log = logging.getLogger("specscope")
 
 
 @dataclass
@@ -63,6 +66,17 @@ class CostModel:
         drafter that runs no model."""
         return self.t_draft(1) / self.t_verify(1) if self.draft_ms else 0.0
 
+    def c_over(self, widths: dict[int, int]) -> float:
+        """c as a run paid it: the mean over the draft forwards it ran ({frontier width: forwards}) of
+        t_draft(width) / t_verify(1). A tree level is many nodes wide and costs more than one node; the
+        one-node c would make the modelled R = τ/(1 + cδ) optimistic."""
+        n = sum(widths.values())
+        if not self.draft_ms:
+            return 0.0
+        if not n:
+            return self.c
+        return sum(k * self.t_draft(w) for w, k in widths.items()) / n / self.t_verify(1)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -85,25 +99,35 @@ def median_ms(fn, reps: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def _fitting(target: CausalLM) -> tuple[list[int], list[int], int]:
+    """(token ids, verify sizes, context) that fit the target: ids inside its vocabulary, the cached context
+    plus the largest forward inside its context window (a small model measures fewer sizes)."""
+    sizes = [n for n in VERIFY_SIZES if n <= target.max_context // 2] or [1]
+    context = max(1, min(CONTEXT, target.max_context - max(sizes) - max(DRAFT_WIDTHS) - 8))
+    ids = [10 + i % max(1, target.vocab_size - 10) for i in range(max(context, max(sizes)))]
+    return ids, sizes, context
+
+
 @torch.inference_mode()
-def _verify_curve(target: CausalLM, reps: int) -> list[float]:
-    ctx = list(range(10, 10 + CONTEXT))
-    cache = target.new_cache(CONTEXT + max(VERIFY_SIZES) + 1)
-    target.forward(ctx, range(CONTEXT), cache)
+def _verify_curve(target: CausalLM, reps: int) -> tuple[list[int], list[float]]:
+    ctx, sizes, context = _fitting(target)
+    cache = target.new_cache(context + max(sizes) + 1)
+    target.forward(ctx[:context], range(context), cache)
     out = []
-    for n in VERIFY_SIZES:
+    for n in sizes:
         def run() -> None:
-            cache.rollback(CONTEXT)
-            target.forward(ctx[:n], range(CONTEXT, CONTEXT + n), cache)
+            cache.rollback(context)
+            target.forward(ctx[:n], range(context, context + n), cache)
         out.append(median_ms(run, reps))
-    return out
+    return sizes, out
 
 
 @torch.inference_mode()
 def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[int], list[float]]:
     """One drafter forward over `width` depth-0 siblings, after a root proposal over the context."""
-    ids = list(range(10, 10 + CONTEXT))
-    room = CONTEXT + max(DRAFT_WIDTHS) + 8  # the widest frontier fits after the context
+    ids, _, context = _fitting(target)
+    ids = ids[:context]
+    room = context + max(DRAFT_WIDTHS) + 8  # the widest frontier fits after the context
     head = ids[:-1]  # prefilled as a session does: the last token is fed by the next step
     feats = target.forward(head, range(len(head)), target.new_cache(room), taps=drafter.taps).taps
     drafter.prefill(ids, feats, room)
@@ -126,9 +150,11 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
     return list(DRAFT_WIDTHS), out
 
 
-def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = True) -> CostModel:
+def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = True,
+            progress: Callable[[str], None] | None = None) -> CostModel:
     """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
-    fresh drafter of the same kind: the caller's is left alone)."""
+    fresh drafter of the same kind: the caller's is left alone), saying so first through `progress` (else
+    the log): a measurement takes seconds, so programs call this at load time, before anything is timed."""
     key = f"{target.device}|{target.name}|{target.dtype}|{drafter.name}"
     if key in _MEMO:
         return _MEMO[key]
@@ -139,8 +165,10 @@ def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = 
             return _MEMO[key]
         except (TypeError, ValueError):
             pass
+    (progress or log.info)(f"measuring this machine's cost curves ({target.device}, {target.name}, drafter "
+                           f"{drafter.name}): a few seconds, once")
     widths, draft_ms = _draft_curve(target, drafter.fresh(), reps)
-    model = CostModel(key, list(VERIFY_SIZES), _verify_curve(target, reps), widths, draft_ms)
+    model = CostModel(key, *_verify_curve(target, reps), widths, draft_ms)
     _MEMO[key] = model
     if use_disk:
         try:

@@ -13,7 +13,6 @@ the text, traces and random state are as before it and the caches are rebuilt on
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -29,30 +28,14 @@ class SessionError(ValueError):
     """Bad input to a session (empty prompt, prompt too long, bad knob); the message is for users."""
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """Where a session stands, as plain data: its committed text, how many steps made it, the sampler's state
-    and why it stopped. Enough to rebuild the session anywhere (another process, after its caches or the
-    whole session were dropped) and continue exactly: caches are rebuilt from the text by the next step.
-    What a method learned across steps (`auto`'s history) is not carried: a rebuilt `auto` starts afresh,
-    which changes which trees it drafts but never the output's exactness."""
-    ids: tuple[int, ...]
-    prompt_len: int
-    steps: int
-    rng: bytes
-    stop_reason: str | None = None
-
-    @property
-    def output_ids(self) -> list[int]:
-        return list(self.ids[self.prompt_len:])
-
-
 class Method(Protocol):
     name: str
     needs_draft: bool  # drafts with a drafter (else: AR, or SpecBound's own layers)
     scratch: int  # cache slots a step may write beyond the committed text
 
-    def step(self, s: "Session") -> StepTrace: ...
+    def prepare(self, s: "Session") -> None: ...  # once, when the session is built: work no step should time
+
+    def step(self, s: "Session") -> StepTrace: ...  # commits through s.commit, returns s.step_trace(...)
 
 
 def sync(device: torch.device) -> None:
@@ -115,21 +98,7 @@ class Session:
         # caches hold what this session can reach, plus what one step may write beyond it
         reach = min(target.max_context, len(self.prompt_ids) + max_new_tokens)
         self.cache_len = reach + getattr(method, "scratch", 64)
-
-    def snapshot(self) -> Snapshot:
-        state = self.gen.get_state()  # (n,) uint8 on the CPU, whatever the generator's device
-        return Snapshot(tuple(self.ids), len(self.prompt_ids), self.steps_before + len(self.traces),
-                        bytes(state.tolist()), self.stop_reason)
-
-    def restore(self, snap: Snapshot) -> None:
-        """Continue from `snap` (taken from a session of the same model, method and sampling): the committed
-        text, step count, sampler state and stop reason; the caches are rebuilt by the next step."""
-        if list(snap.ids[:snap.prompt_len]) != self.prompt_ids:
-            raise SessionError("the snapshot belongs to another prompt")
-        self.ids, self.traces, self.steps_before = list(snap.ids), [], snap.steps
-        self.stop_reason = snap.stop_reason
-        self.gen.set_state(torch.tensor(list(snap.rng), dtype=torch.uint8))
-        self.drop_caches()
+        method.prepare(self)  # e.g. auto's cost curves: measured before any step is timed, never inside one
 
     def _prefill(self) -> None:
         """Cache everything committed but the last token, which the next step feeds (target and drafter)."""
@@ -184,19 +153,14 @@ class Session:
             self.stop_reason = "length" if limit_hit else "context"
         return kept
 
-    def finish_trace(self, trace: StepTrace, proposed: list[int]) -> StepTrace:
-        """Commit `proposed` and record it (and the stop reason) in the trace."""
-        kept = self.commit(proposed)
-        trace.committed_ids = kept
-        trace.committed_texts = [self.text_of(t) for t in kept]
-        trace.tau = len(kept)
-        trace.stop_reason = self.stop_reason
-        self.traces.append(trace)
-        return trace
-
-    def new_trace(self) -> StepTrace:
+    def step_trace(self, kept: list[int], **fields) -> StepTrace:
+        """The step's record, built once at its end (after `commit` returned `kept`): what it committed and
+        the stop reason beside the method's own fields. `step()` times it and publishes it; nothing changes
+        it afterwards."""
         return StepTrace(index=self.steps_before + len(self.traces), method=self.method.name,
-                         context_len=len(self.ids))
+                         context_len=len(self.ids) - len(kept),
+                         committed_ids=list(kept), committed_texts=[self.text_of(t) for t in kept], tau=len(kept),
+                         stop_reason=self.stop_reason, **fields)
 
     @torch.inference_mode()
     def step(self) -> StepTrace:
@@ -212,7 +176,8 @@ class Session:
                 self.prefill_ms = t.ms
             with Timer(self.target.device) as t:
                 trace = self.method.step(self)
-            trace.step_ms = t.ms
+            trace.step_ms = t.ms  # the last field, set before the trace is published
+            self.traces.append(trace)
             return trace
         except BaseException:
             # atomic: the text as before the step; caches rebuilt from it by the next step

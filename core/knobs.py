@@ -73,22 +73,26 @@ SHAPE_T = Knob("shape_temperature", "T_shape (shaping temperature)", float, 1.0,
 AUTO = Knob("auto", "auto", int, 0, "choose N per step from the measured cost curve (core/auto_budget.py)", 0, 1,
             on_cli=False)
 
-ALPHA = Knob("alpha", "α (annealing)", float, 0.5, "ACT: T_ℓ = 1 + α(1 − ℓ/L); α = 0 turns annealing off", 0, None,
-             step=0.05, ui_max=4.0)
+OURS = "ours, not the paper's"
+ALPHA = Knob("alpha", "α (annealing)", float, 0.5, "ACT: T_ℓ = 1 + α(1 − ℓ/L); α = 0 turns annealing off (the paper "
+             "gives no value: ours)", 0, None, step=0.05, ui_max=4.0)
 TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.1,
-                "a drafted token exits at the first layer whose annealed confidence reaches τ_exit", 0, 1, step=0.01,
-                ui_min=0.05)
-D_MAX = Knob("d_max", "d_max (depth bound)", int, 4, "a token needing more than d_max layers stops drafting "
-             "(above L means L)", 1, None, ui_max=64)
+                "a drafted token exits at the first checked layer whose annealed confidence reaches τ_exit", 0, 1,
+                step=0.01, ui_min=0.05)
+D_MAX = Knob("d_max", "d_max (depth bound)", int, 4, "a token that reaches d_max layers without exiting ends the "
+             "block (a check always happens at d_max); above L means L, where a token always exits (" + OURS + ")",
+             1, None, ui_max=64)
 W_MAX = Knob("w_max", "w_max (width bound)", int, 8, "at most w_max tokens drafted before verification (0: unbounded)",
              0, None, ui_min=1, ui_max=32)
-MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 2, "first layer allowed to exit", 1, None, ui_max=64)
-EXIT_VOCAB = Knob("exit_vocab", "V_exit (exit vocabulary)", int, 1024, "exit checks score only the V_exit most "
-                  "frequent tokens of the heads' training text, when the heads come with that order (0: every "
-                  "token); a token outside them cannot exit early, and the output is unchanged", 0, None)
-EXIT_LAYERS = Knob("exit_layers", "exit layers", str, None, "layers with an exit check, e.g. 2,4 (default: the set "
-                   "stored with the heads, measured fastest on held-out prompts; else, or with 'all', every layer "
-                   "from the lowest exit layer to d_max)")
+MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 1, "no exit check below this layer (" + OURS
+                + "; the paper checks from the first layer)", 1, None, ui_max=64)
+EXIT_VOCAB = Knob("exit_vocab", "V_exit (exit vocabulary)", int, 0, "exit checks score only the V_exit most "
+                  "frequent tokens of the heads' training text, renormalised over them, when the heads come with "
+                  "that order (0: every token, as the paper; " + OURS + "); a token outside them cannot exit "
+                  "early, and the output is unchanged", 0, None, step=256, ui_max=8192)
+EXIT_LAYERS = Knob("exit_layers", "exit layers", str, "all", "layers with an exit check besides d_max, e.g. 2,4 ("
+                   + OURS + "); all: every layer from ℓ_min (the paper); stored: the set stored with the heads, "
+                   "measured fastest on held-out prompts (every layer where there is none)")
 
 TEMPERATURE = Knob("temperature", "temperature", float, 0.0, "0 = greedy (the output must equal plain decoding); > 0 "
                    "samples, still exactly the target's distribution", 0, None, step=0.05, ui_max=2.0)
@@ -107,25 +111,38 @@ METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
 SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
 ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in METHOD_KNOBS.values() for k in ks}
 
-# Named settings of the tree knobs. paper: the TALON paper's (= the declared defaults); embedded: the best
-# measured on the embedded pair, the same on every drafter within noise (README, "Presets"): on a CPU a tree's
-# verification costs about linearly in its size, so the fastest tree is small, and a small budget pays only
-# when it goes deep (K = 2 at the root, μ = 0.1, the drafter's q sharpened by T_shape = 0.5) rather than
-# spending itself on the paper's ten root children; auto: the embedded shape with N chosen per step for this
-# machine (core/auto_budget.py), N here only its cap.
+# Named settings. paper: the papers' (= the declared defaults; SpecBound checks at every layer from the first
+# over the whole vocabulary; its α, τ_exit, d_max and w_max are ours, since the paper gives none: they are
+# tuned per task). embedded: the best tree measured on the embedded pair (README, "Presets"): on a CPU a
+# tree's verification costs about linearly in its size, so the fastest tree is small, and a small budget pays
+# only when it goes deep. auto: that shape with N chosen per step for this machine (core/auto_budget.py), N
+# here only its cap. fast: SpecBound with the exit-layer set stored with the heads (measured fastest) over a
+# reduced exit vocabulary (README, "SpecBound"). A preset sets the knobs it names; the others keep their
+# defaults.
 _TREE = (N, K, MU, K_INIT, DEPTH, SHAPE_T)
-_PAPER = {k.name: k.default for k in _TREE}
-_SMALL_DEEP = {**_PAPER, "K": 2, "mu": 0.1, "shape_temperature": 0.5}
-PRESETS: dict[str, dict[str, float | int]] = {
+_PAPER = {k.name: k.default for k in _TREE + METHOD_KNOBS["specbound"]}
+_SMALL_DEEP = {**{k.name: k.default for k in _TREE}, "K": 2, "mu": 0.1, "shape_temperature": 0.5}
+_FAST = {**{k.name: k.default for k in METHOD_KNOBS["specbound"]}, "min_exit_layer": 2, "exit_layers": "stored",
+         "exit_vocab": 1024}
+PRESETS: dict[str, dict[str, float | int | str]] = {
     "paper": _PAPER,
     "embedded": {**_SMALL_DEEP, "N": 12},
     "auto": {**_SMALL_DEEP, "N": 96, "auto": 1},
+    "fast": _FAST,
 }
+
+
+def presets_for(method: str) -> list[str]:
+    """The presets that set some of this method's knobs."""
+    names = {k.name for k in METHOD_KNOBS[method]}
+    return [p for p, values in PRESETS.items() if names & set(values)]
 
 
 def preset_text(name: str) -> str:
     """'N=12 K=2 mu=0.1 k=1 D=8 T_shape=0.5': a preset in one line for help texts."""
     p = PRESETS[name]
+    if "N" not in p:
+        return " ".join(f"{k}={v:g}" if not isinstance(v, str) else f"{k}={v}" for k, v in p.items())
     n = f"N<={p['N']} (auto)" if p.get("auto") else f"N={p['N']}"
     return f"{n} K={p['K']} mu={p['mu']:g} k={p['k_init']} D={p['depth']} T_shape={p['shape_temperature']:g}"
 
@@ -141,9 +158,12 @@ def defaults(method: str) -> dict[str, Any]:
 
 
 def resolve(method: str, given: dict[str, Any]) -> dict[str, Any]:
-    """The method's knobs: its declared defaults overridden by the given values (each checked; `None` means
-    unset). Knobs of other methods are ignored, so one namespace of knobs can build any method."""
+    """The method's knobs: its declared defaults, then the named `preset`'s, then the given values (each
+    checked; `None` means unset). Knobs of other methods are ignored, so one namespace of knobs can build any
+    method."""
     out = defaults(method)
+    if given.get("preset"):
+        out.update({k: v for k, v in preset_knobs(given["preset"]).items() if k in out})
     for k in METHOD_KNOBS[method]:
         if given.get(k.name) is not None:
             out[k.name] = k.check(given[k.name])

@@ -38,6 +38,7 @@ class Totals:
     score_sum: float = 0.0  # Σ p(u) of every verified tree: the drafter's own estimate of `accepted`
     c: float = 0.0  # cost of one draft forward over one target forward, measured
     points: list[tuple[float, int]] = field(default_factory=list)  # (δ, τ) per step
+    widths: dict[int, int] = field(default_factory=dict)  # draft forwards run, by frontier width (trees, chains)
 
     def add(self, traces: list[StepTrace], tokens: int, wall_s: float) -> None:
         """One run's traces (its committed tokens and wall time given apart: EOS/length cuts)."""
@@ -48,6 +49,8 @@ class Totals:
         self.accepted += sum(t.accepted for t in traces)
         self.score_sum += sum(t.score_sum or 0.0 for t in traces)
         self.points += [(t.delta, t.tau) for t in traces]
+        for level in (lv for t in traces for lv in t.levels):
+            self.widths[level.frontier] = self.widths.get(level.frontier, 0) + 1
 
     @property
     def mat(self) -> float:

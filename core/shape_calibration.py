@@ -11,21 +11,19 @@ calibrated temperature is the T that makes those choices most likely (temperatur
     T* = argmin_T  Σ_points  H(p, softmax(z / T))                          (sampling: p, the target's distribution)
 
 It only changes which nodes are drafted: verification never reads q (greedy and sampled trees alike), so
-any T is lossless. On the held-out prompts the fitted T lands where the sweep's best trees are (about 0.35
-for the draft LM, 0.5 for the head; README "auto").
+any T is lossless. On the held-out prompts the fitted T lands near the sweep's best trees (README "auto",
+docs/bench/shape_temperature.md). auto moves T_shape by `next_temperature` with the settings of
+core/auto_config.py.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from core.auto_config import AutoConfig
+
 SUPPORT = 64  # tokens of each row the fit looks at: a tree only ever drafts a node's best few children, and
-# scoring a whole vocabulary at eleven temperatures costs about a millisecond a step on a CPU (64: 0.16 ms)
-MIN_CALIBRATION = 16  # target choices the evidence must hold before T_shape moves
-SHARPEN = 0.87  # T_shape aims this share of the best-fitting T: on both model drafters the fastest trees of a
-# sweep were about that much sharper than the fit (draft LM: fit 0.40, fastest 0.35, 0.88; head: fit 0.58,
-# fastest 0.5, 0.86; docs/bench/shape_temperature.md). A ratio, not a count of notches: the grid is finer below 0.6
-T_DEAD_ZONE = 0.6  # T_shape moves a notch only when its goal lies this share of the way to that notch or beyond
+# scoring a whole vocabulary at every temperature would cost a sizeable share of a step on a CPU
 T_GRID = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 1.0)  # the temperatures auto weighs
 
 
@@ -70,7 +68,7 @@ def best_temperature(nll_sums: list[float], current: float) -> float:
 def fitted_temperature(mean: list[float], current: float) -> float:
     """The calibrated T between grid points: the vertex of the parabola through the best grid T and its two
     neighbours (clamped to them; the best T itself at an end of the grid). The CE curve is flat near its
-    minimum (the head: 0.668 nats at 0.55, 0.667 at 0.6), so the grid's argmin alone jumps a notch on noise."""
+    minimum, so the grid's argmin alone jumps a notch on noise."""
     i = T_GRID.index(best_temperature(mean, current))
     if i == 0 or i == len(T_GRID) - 1:
         return T_GRID[i]
@@ -81,20 +79,20 @@ def fitted_temperature(mean: list[float], current: float) -> float:
     return min(x2, max(x0, -b / (2 * a))) if a > 0 else x1
 
 
-def next_temperature(nll: np.ndarray, rows: float, current: float) -> tuple[float, str]:
-    """(T_shape for the next steps, why): one T_GRID notch toward SHARPEN × the temperature under which the
-    target's recent choices were most likely, once MIN_CALIBRATION choices are in, and only when that goal
-    lies beyond T_DEAD_ZONE of the way to the next notch, so noise near the optimum cannot flip it back and
-    forth. nll: (len(T_GRID),) the (age-weighted) Σ cross-entropy of the choices at each T; rows: how many
-    choices it sums (weighted alike)."""
-    if rows < MIN_CALIBRATION:
+def next_temperature(nll: np.ndarray, rows: float, current: float, cfg: AutoConfig) -> tuple[float, str]:
+    """(T_shape for the next steps, why): one T_GRID notch toward cfg.sharpen × the temperature under which
+    the target's recent choices were most likely, once cfg.min_calibration choices are in, and only when
+    that goal lies beyond cfg.t_dead_zone of the way to the next notch, so noise near the optimum cannot
+    flip it back and forth. nll: (len(T_GRID),) the (age-weighted) Σ cross-entropy of the choices at each
+    T; rows: how many choices it sums (weighted alike)."""
+    if rows < cfg.min_calibration:
         return current, ""
     mean = list(nll / rows)  # (len(T_GRID),)
     here = min(range(len(T_GRID)), key=lambda i: abs(T_GRID[i] - current))
     fit = fitted_temperature(mean, current)
-    goal = SHARPEN * fit
+    goal = cfg.sharpen * fit
     nxt = here + (1 if goal > T_GRID[here] else -1)
-    if not 0 <= nxt < len(T_GRID) or abs(goal - T_GRID[here]) < T_DEAD_ZONE * abs(T_GRID[nxt] - T_GRID[here]):
+    if not 0 <= nxt < len(T_GRID) or abs(goal - T_GRID[here]) < cfg.t_dead_zone * abs(T_GRID[nxt] - T_GRID[here]):
         return current, ""
     return T_GRID[nxt], (f"T_shape {current:g} → {T_GRID[nxt]:g}: the target's recent choices fit q best at "
-                         f"T = {fit:.2f}; the trees use {SHARPEN:g}× that, {goal:.2f}")
+                         f"T = {fit:.2f}; the trees use {cfg.sharpen:g}× that, {goal:.2f}")

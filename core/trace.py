@@ -119,6 +119,9 @@ class SpecBoundStep:
     kv_propagated: int = 0  # K/V entries filled for skipped layers
     verify_from_layer: int = 0  # verification reused the draft's layers below this one
     residual: bool = False
+    exit_vocab: int | None = None  # V_exit the checks scored (their softmax is over these tokens, but for layer
+    # L's); 0: the whole vocabulary; None: not recorded (older exports)
+    d_max_asked: int = 0  # the d_max knob as given (d_max above is clamped to L); 0 in older exports
 
 
 @dataclass

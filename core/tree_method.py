@@ -9,16 +9,18 @@ from dataclasses import dataclass, replace
 import torch
 
 from core import knobs
-from core.auto_budget import AutoState
+from core.auto_budget import AutoMemory, AutoState
+from core.auto_config import DEFAULT, AutoConfig
 from core.cost_model import measure
+from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.drafters import Drafter
-from core.tree_policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.engine import Session, Timer
 from core.sampling import draw, probs
 from core.shape_calibration import T_GRID, nll_by_temperature
-from core.trace import ROOT, DraftNode, StepTrace, TargetChoice, TreeStep
-from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
-from core.verify import TreeVerdict, verify_chain_sampling, verify_tree
+from core.trace import ROOT, AutoChoice, DraftNode, StepTrace, TargetChoice, TreeStep
+from core.tree_policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
+from core.verify import (VerdictRecord, record_chain, verify_chain_greedy, verify_chain_sampling,
+                         verify_tree)
 
 Policy = ChainPolicy | StaticPolicy | TalonPolicy
 
@@ -27,8 +29,10 @@ class Expander:
     """The policy's view of the drafter: one batched forward per level, timed, turned into q.
 
     Trees shape with the drafter's own distribution softmax(z / T_shape) whatever the sampling
-    temperature (verification does not depend on q); a chain uses the sampling distribution, since its
-    tokens are drawn from it and the rejection rule needs that q."""
+    temperature (verification does not depend on q); a token the drafter can propose keeps q > 0 however
+    small T_shape makes it (only a -inf logit means "cannot propose"), so the root always keeps its K
+    children. A chain uses the sampling distribution, since its tokens are drawn from it and the rejection
+    rule needs that q."""
 
     def __init__(self, drafter: Drafter, s: Session, chain: bool, shape_temperature: float,
                  keep_logits: bool = False) -> None:
@@ -44,12 +48,28 @@ class Expander:
             if self.logits is not None:
                 self.logits.update(zip(frontier, z))
             if self.chain:
-                q = probs(z, self.s.sampling)
+                q = torch.nan_to_num(probs(z, self.s.sampling))  # a row of -inf (nothing to propose) -> zeros
             else:
-                q = torch.softmax(z.float() / self.T_shape, -1)
-            q = torch.nan_to_num(q)  # a row of -inf (nothing to propose) -> all zeros
+                q = torch.softmax(z.float() / self.T_shape, -1)  # (F, V)
+                q = torch.where(torch.isfinite(z), q.clamp_min(torch.finfo(q.dtype).tiny), 0.0)  # underflow != -inf
         self.ms += t.ms
         return q
+
+
+@dataclass
+class Drafted:
+    grown: GrowResult
+    draft_ms: float
+    build_ms: float  # the policy's own logic, forwards excluded
+    logits: dict[int, torch.Tensor] | None  # auto's calibration steps: node -> the z it was expanded with
+
+
+@dataclass
+class Verified:
+    p: torch.Tensor  # (1 + n, V): row 0 the root, row 1 + i node i
+    record: VerdictRecord
+    taps: torch.Tensor | None  # the target's hidden states at its taps, (P + n, ·), for drafters that read them
+    ms: float
 
 
 @dataclass
@@ -57,6 +77,8 @@ class TreeMethod:
     policy: Policy
     shape_temperature: float = 1.0  # T_shape: the policy sees softmax(z / T_shape); ours, not the papers'
     auto: bool = False  # choose N per step for this machine (core/auto_budget.py); policy.N is the cap
+    auto_config: AutoConfig = DEFAULT
+    auto_memory: AutoMemory | None = None  # opt-in memory across sessions (the CLI and the bench, never the app)
     needs_draft: bool = True
 
     def __post_init__(self) -> None:
@@ -73,111 +95,122 @@ class TreeMethod:
         """Cache slots a step may write beyond the committed text (pending tokens + nodes)."""
         return self.policy.scratch + 2
 
+    def prepare(self, s: Session) -> None:
+        """Before the first timed step (the session calls this when it is built): auto's state, from this
+        machine's cost curves, measured here when no earlier session or program warm-up has (core/cost_model)."""
+        if self.auto:
+            cost = measure(s.target, s.drafter)
+            setup = f"{cost.key}|{self.policy}|{self.shape_temperature}|{s.sampling.temperature}|{s.sampling.top_p}"
+            s.state["auto"] = AutoState.start(cost, self.policy.N, self.shape_temperature, self.auto_config,
+                                              self.auto_memory, setup)
+
     def step(self, s: Session) -> StepTrace:
-        trace = s.new_trace()
-        drafter = s.drafter
-        chain = isinstance(self.policy, ChainPolicy)
-        pending, base = s.pending(s.tcache), s.tcache.length
+        base, pending = s.tcache.length, s.pending(s.tcache)
         P = len(pending)
-        policy, auto, T_shape = self.policy, None, self.shape_temperature
-        if self.auto:  # 0. the budget for this machine, from the cost curves and the run's acceptance so far
-            if "auto" not in s.state:
-                cost = measure(s.target, drafter)
-                setup = f"{cost.key}|{self.policy}|{self.shape_temperature}|{s.sampling.temperature}|{s.sampling.top_p}"
-                s.state["auto"] = AutoState.start(cost, self.policy.N, setup, self.shape_temperature)
-            auto = s.state["auto"].choose(s.traces)
-            policy, T_shape = replace(self.policy, N=auto.N), auto.T_shape or T_shape
+        # 0. auto: the budget and T_shape for this machine, from the cost curves and the run's acceptance so far
+        auto = s.state["auto"].choose(s.traces) if self.auto else None
+        policy = replace(self.policy, N=auto.N) if auto else self.policy
+        T_shape = (auto.T_shape or self.shape_temperature) if auto else self.shape_temperature
         # 1. draft: the policy grows the tree, one batched drafter forward per level
-        t0 = time.perf_counter()
-        drafter.begin(s.ids)
-        calibrate = auto is not None and s.state["auto"].wants_calibration()
-        expand = Expander(drafter, s, chain, T_shape, keep_logits=calibrate)
-        pick = None if s.sampling.greedy else (lambda q: draw(q, s.gen))
-        room = s.tcache.max_len - base - P  # tree nodes the target's cache can take this step
-        grown = policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)
-        trace.build_ms = (time.perf_counter() - t0) * 1000 - expand.ms
-        trace.draft_ms, trace.delta = expand.ms, grown.forwards
-        tree = grown.tree
+        drafted = self.draft(s, policy, T_shape, calibrate=auto is not None and s.state["auto"].wants_calibration())
+        tree = drafted.grown.tree
         # 2. verify: one target forward over [pending, tree] with the tree attention mask
-        with Timer(s.target.device) as t_verify:
+        verified = self.verify(s, drafted.grown, pending, base)
+        # 3. commit: keep the accepted path's K/V in the target's cache, drop the rest; tell the drafter
+        path = verified.record.accepted_path
+        s.tcache.compact([base + P + i for i in path], start=base + P)
+        kept = s.commit([tree.tokens[i] for i in path] + [verified.record.choices[-1].token_id])
+        feats = None
+        if verified.taps is not None:
+            feats = verified.taps[torch.tensor(list(range(P)) + [P + i for i in path], device=verified.taps.device)]
+        s.drafter.accept([drafted.grown.pool_index[i] for i in path], feats)
+        # 4. the trace, finished last
+        return s.step_trace(kept, **self.fields(s, drafted, verified, policy, T_shape, auto))
+
+    def draft(self, s: Session, policy: Policy, T_shape: float, calibrate: bool) -> Drafted:
+        chain = isinstance(policy, ChainPolicy)
+        t0 = time.perf_counter()
+        s.drafter.begin(s.ids)
+        expand = Expander(s.drafter, s, chain, T_shape, keep_logits=calibrate)
+        pick = None if s.sampling.greedy else (lambda q: draw(q, s.gen))
+        room = s.tcache.max_len - s.tcache.length - len(s.pending(s.tcache))  # tree nodes the cache can take
+        grown = policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)
+        return Drafted(grown, expand.ms, (time.perf_counter() - t0) * 1000 - expand.ms, expand.logits)
+
+    def verify(self, s: Session, grown: GrowResult, pending: list[int], base: int) -> Verified:
+        """Chains by the chain rule (greedy: the longest agreeing prefix; sampling: the rejection rule with
+        the residual), trees by the target's walk (core/verify.py)."""
+        tree, P = grown.tree, len(pending)
+        with Timer(s.target.device) as t:
             mask = tree_attention_mask(tree.parents, base, P, s.target.device)
             positions = list(range(base, base + P)) + tree_positions(tree.depths, base + P)
-            out = s.target.forward(pending + tree.tokens, positions, s.tcache, mask=mask, taps=drafter.taps)
+            out = s.target.forward(pending + tree.tokens, positions, s.tcache, mask=mask, taps=s.drafter.taps)
             logits = out.logits[P - 1:]  # (1 + n, V): row 0 the root, row 1 + i node i
             p = probs(logits, s.sampling)
-            if chain and not s.sampling.greedy:
-                verdict = chain_verdict(tree, grown, p, s)
+            if isinstance(self.policy, ChainPolicy):
+                if s.sampling.greedy:
+                    verdict = verify_chain_greedy(tree.tokens, logits)
+                else:
+                    q = torch.stack(grown.q_rows) if grown.q_rows else p[:0]  # (γ, V)
+                    verdict = verify_chain_sampling(tree.tokens, q, p, s.gen)
+                record = record_chain(tree.tokens, tree.q, p, verdict, s.text_of)
             else:
-                verdict = verify_tree(tree.children(), logits, p, s.sampling.greedy, s.gen)
-        trace.verify_ms, trace.target_forwards = t_verify.ms, 1
-        # 3. commit: keep the accepted path's K/V in the target's cache, drop the rest
-        s.tcache.compact([base + P + i for i in verdict.path], start=base + P)
-        self._record(s, trace, grown, p, verdict, drafter.name, policy, T_shape)
-        if expand.logits is not None:  # auto: how likely the target's choices were under q at each T
-            trace.tree.t_nll, trace.tree.t_nll_rows = choice_nll(expand.logits, verdict, grown.pool_index, p,
-                                                                  s.sampling.greedy)
-        s.finish_trace(trace, [tree.tokens[i] for i in verdict.path] + [verdict.bonus])
-        # 4. tell the drafter what was accepted (and the target's states there, when it reads them)
-        feats = None
-        if out.taps is not None:
-            feats = out.taps[torch.tensor(list(range(P)) + [P + i for i in verdict.path], device=out.taps.device)]
-        drafter.accept([grown.pool_index[i] for i in verdict.path], feats)
-        trace.auto = auto
-        return trace
+                record = record_tree(tree, p, verify_tree(tree.children(), logits, p, s.sampling.greedy, s.gen),
+                                     s.text_of)
+        return Verified(p, record, out.taps, t.ms)
 
-    def _record(self, s: Session, trace: StepTrace, grown: GrowResult, p: torch.Tensor, verdict: TreeVerdict,
-                drafter: str, policy: Policy, T_shape: float) -> None:
-        tree = grown.tree
-        visited = {ROOT, *verdict.path}
-        accepted = set(verdict.path)
-        p_rows = p.gather(1, torch.tensor([tree.tokens], device=p.device).expand(p.shape[0], -1))  # (1+n, n)
-        for i in range(len(tree)):
-            parent = tree.parents[i]
-            status = "accepted" if i in accepted else "rejected" if parent in visited else "unreached"
-            trace.nodes.append(DraftNode(tree.tokens[i], s.text_of(tree.tokens[i]), parent, tree.depths[i],
-                                         tree.q[i], tree.scores[i], float(p_rows[parent + 1, i]), status))
-        trace.accepted_path = list(verdict.path)
-        trace.choices = [TargetChoice(at, tok, s.text_of(tok), prob) for at, tok, prob in verdict.choices]
-        trace.levels = grown.levels
+    def fields(self, s: Session, drafted: Drafted, verified: Verified, policy: Policy, T_shape: float,
+               auto: AutoChoice | None) -> dict:
+        """The step's trace fields: timings, the verdict, the levels and cuts, the knobs it ran with."""
+        grown, record = drafted.grown, verified.record
         for c in grown.pruned:
             c.text = s.text_of(c.token_id)
-        trace.pruned = grown.pruned
-        trace.draft_stop = grown.stop
-        trace.drafter = drafter
-        trace.score_sum = sum(tree.scores)
-        knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
-        trace.tree = TreeStep(self.name, **knobs, nodes=len(tree), shape_temperature=T_shape,
-                              residual=verdict.residual)
+        t_nll, rows = [], 0
+        if drafted.logits is not None:  # auto: how likely the target's choices were under q at each T
+            t_nll, rows = choice_nll(drafted.logits, record.choices, grown.pool_index, verified.p, s.sampling.greedy)
+        policy_knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
+        tree_step = TreeStep(self.name, **policy_knobs, nodes=len(grown.tree), shape_temperature=T_shape,
+                             t_nll=t_nll, t_nll_rows=rows, residual=record.residual)
+        return dict(build_ms=drafted.build_ms, draft_ms=drafted.draft_ms, delta=grown.forwards, verify_ms=verified.ms,
+                    target_forwards=1, nodes=record.nodes, accepted_path=record.accepted_path, choices=record.choices,
+                    levels=grown.levels, pruned=grown.pruned, draft_stop=grown.stop, drafter=s.drafter.name,
+                    score_sum=sum(grown.tree.scores), tree=tree_step, auto=auto)
 
 
-def choice_nll(logits: dict[int, torch.Tensor], verdict: TreeVerdict, pool_index: list[int], p: torch.Tensor,
+def record_tree(tree: DraftTree, p: torch.Tensor, verdict, text_of) -> VerdictRecord:
+    """A tree walk's verdict as trace records: a node is accepted on the path, rejected when the target
+    visited its parent and chose otherwise, unreached below."""
+    visited, accepted = {ROOT, *verdict.path}, set(verdict.path)
+    p_rows = p.gather(1, torch.tensor([tree.tokens], device=p.device).expand(p.shape[0], -1))  # (1 + n, n)
+    nodes = []
+    for i, parent in enumerate(tree.parents):
+        status = "accepted" if i in accepted else "rejected" if parent in visited else "unreached"
+        nodes.append(DraftNode(tree.tokens[i], text_of(tree.tokens[i]), parent, tree.depths[i], tree.q[i],
+                               tree.scores[i], float(p_rows[parent + 1, i]), status))
+    choices = [TargetChoice(at, tok, text_of(tok), prob) for at, tok, prob in verdict.choices]
+    return VerdictRecord(nodes, list(verdict.path), choices, verdict.residual)
+
+
+def choice_nll(logits: dict[int, torch.Tensor], choices: list[TargetChoice], pool_index: list[int], p: torch.Tensor,
                greedy: bool) -> tuple[list[float], int]:
     """The calibration evidence of one step: at the root and at each accepted node (the points whose
     prefix the target confirmed) that the drafter expanded, what the target chose there against the
     drafter's z (a leaf was never expanded: it says nothing). p: (1 + n, V), row 1 + i node i."""
     rows, targets = [], []
-    for at, tok, _ in verdict.choices:
-        node = ROOT if at == ROOT else pool_index[at]
+    for c in choices:
+        node = ROOT if c.at == ROOT else pool_index[c.at]
         if node in logits:
             rows.append(logits[node])
-            targets.append(tok if greedy else p[at + 1])
+            targets.append(c.token_id if greedy else p[c.at + 1])
     if not rows:
         return [0.0] * len(T_GRID), 0
     return nll_by_temperature(torch.stack(rows), torch.tensor(targets) if greedy else torch.stack(targets))
 
 
-def chain_verdict(tree: DraftTree, grown: GrowResult, p: torch.Tensor, s: Session) -> TreeVerdict:
-    """The standard rejection rule for a sampled chain (residual max(0, p - q) on the first rejection),
-    in the tree walk's terms."""
-    q = torch.stack(grown.q_rows) if grown.q_rows else p[:0]  # (γ, V)
-    v = verify_chain_sampling(tree.tokens, q, p, s.gen)
-    choices = [(i - 1 if i else ROOT, tree.tokens[i], float(p[i, tree.tokens[i]])) for i in range(v.accepted)]
-    choices.append((v.accepted - 1 if v.accepted else ROOT, v.bonus, float(p[v.accepted, v.bonus])))
-    return TreeVerdict(list(range(v.accepted)), choices, residual=v.residual)
-
-
-def build_tree_method(name: str, **given) -> TreeMethod:
-    """A tree method from its declared knobs (core/knobs.py): defaults filled, every value checked."""
+def build_tree_method(name: str, auto_config: AutoConfig = DEFAULT, auto_memory: AutoMemory | None = None,
+                      **given) -> TreeMethod:
+    """A tree method from its declared knobs (core/knobs.py, and a `preset` of them): defaults filled, every
+    value checked. auto_config / auto_memory: auto's settings and its opt-in memory across sessions."""
     k = knobs.resolve(name, given) if name in ("chain", "static", "talon") else None
     if name == "talon":
         policy = TalonPolicy(N=k["N"], K=k["K"], mu=k["mu"], k_init=k["k_init"])
@@ -187,4 +220,4 @@ def build_tree_method(name: str, **given) -> TreeMethod:
         return TreeMethod(ChainPolicy(gamma=k["gamma"]))
     else:
         raise ValueError(f"unknown tree method '{name}'")
-    return TreeMethod(policy, k["shape_temperature"], bool(k["auto"]))
+    return TreeMethod(policy, k["shape_temperature"], bool(k["auto"]), auto_config, auto_memory)

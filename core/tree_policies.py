@@ -40,7 +40,8 @@ def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_pare
     """Best `per_parent` children of each frontier node, pooled and sorted by p(u) = p(parent)·q.
 
     Only the Top-m of a row can ever survive, so we never build (F, V) scores.
-    Returns flat (score, q, token, parent) tensors/lists, best first.
+    Returns flat (score, q, token, parent) tensors/lists, best first, and (F,) the score of each row's m-th
+    child (the last one scored: a gate that passes it may pass children that were not scored).
     """
     m = min(per_parent, dist.shape[-1])
     q, tok = (t.cpu() for t in dist.topk(m, dim=-1))  # (F, m): small, so the policy's logic runs on the CPU
@@ -49,7 +50,19 @@ def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_pare
     order = scores.argsort(descending=True, stable=True)
     order = order[q.flatten()[order] > 0]  # a drafter that cannot propose a token gives it q = 0
     parents = torch.tensor(frontier).repeat_interleave(m)[order].tolist()
-    return scores[order], q.flatten()[order], tok.flatten()[order], parents
+    return scores[order], q.flatten()[order], tok.flatten()[order], parents, parent_score * q[:, -1]
+
+
+def _passing_unscored(dist: torch.Tensor, frontier: list[int], tree: DraftTree, edge: torch.Tensor, m: int,
+                      gate: float) -> int:
+    """Children below each parent's m scored ones that pass the gate too (all of them cut by the budget),
+    counted only on the rows whose m-th child passes: a level's cuts then add up without scoring (F, V)."""
+    total = 0
+    for row in (edge >= gate).nonzero().flatten().tolist():
+        parent = frontier[row]
+        scale = 1.0 if parent == ROOT else tree.scores[parent]
+        total += int((dist[row] * scale >= gate).sum()) - m
+    return total
 
 
 def _pruned(scores, q, tok, parents, idx: range, depth: int, reason: str) -> list[PrunedCandidate]:
@@ -91,33 +104,40 @@ class TalonPolicy:
                 res.stop = "context"
                 break
             res.forwards += 1
-            topk_level = depth < self.k_init
-            scores, q, tok, parents = _children(dist, frontier, tree, min(self.K, left) if topk_level else left)
-            if not len(scores):  # the drafter proposed nothing
-                frontier = []
-                break
-            level = LevelTrace(depth, len(frontier), len(scores), 0, anchor=float(scores[0]))
-            if topk_level:
-                # 2a. Top-K: keep the K best however confident the draft is (guards against over-confidence)
-                n_keep = min(self.K, left, len(scores))
-                level.cut_by_topk = len(scores) - n_keep
-                res.pruned += _pruned(scores, q, tok, parents, range(n_keep, len(scores)), depth, "topk")
-            else:
-                # 2b. gate: keep exactly the pooled candidates with p(u) ≥ μ·m_d ...
-                level.gate = self.mu * level.anchor
-                n_pass = int((scores >= level.gate).sum())
-                # 3. ... truncated to the remaining budget by score
-                n_keep = min(n_pass, left)
-                level.cut_by_gate, level.cut_by_budget = len(scores) - n_pass, n_pass - n_keep
-                res.pruned += _pruned(scores, q, tok, parents, range(n_keep, n_pass), depth, "budget")
-                res.pruned += _pruned(scores, q, tok, parents, range(n_pass, len(scores)), depth, "gate")
-            frontier = [tree.add(int(tok[i]), parents[i], float(q[i]), float(scores[i])) for i in range(n_keep)]
-            level.kept, level.budget_left = n_keep, self.N - len(tree)
-            res.levels.append(level)
+            frontier = self._level(dist, frontier, tree, depth, left, res)
         if res.stop != "context":
             res.stop = "budget" if len(tree) >= N else "frontier" if not frontier else "depth"
         res.pool_index = list(range(len(tree)))
         return res
+
+    def _level(self, dist: torch.Tensor, frontier: list[int], tree: DraftTree, depth: int, left: int,
+               res: GrowResult) -> list[int]:
+        """One depth: the pooled children of the frontier, kept by Top-K (the first k levels) or by the gate,
+        truncated to the `left` budget; returns the next frontier and records the level."""
+        topk_level = depth < self.k_init
+        m = min(self.K, left) if topk_level else left
+        scores, q, tok, parents, edge = _children(dist, frontier, tree, m)
+        if not len(scores):  # the drafter proposed nothing
+            return []
+        level = LevelTrace(depth, len(frontier), len(scores), 0, anchor=float(scores[0]))
+        if topk_level:
+            # 2a. Top-K: keep the K best however confident the draft is (guards against over-confidence)
+            n_keep = min(self.K, left, len(scores))
+            level.cut_by_topk = len(scores) - n_keep
+            res.pruned += _pruned(scores, q, tok, parents, range(n_keep, len(scores)), depth, "topk")
+        else:
+            # 2b. gate: keep exactly the pooled candidates with p(u) ≥ μ·m_d ...
+            level.gate = self.mu * level.anchor
+            n_pass = int((scores >= level.gate).sum())
+            # 3. ... truncated to the remaining budget by score
+            n_keep = min(n_pass, left)
+            unscored = _passing_unscored(dist, frontier, tree, edge, min(m, dist.shape[-1]), level.gate)
+            level.cut_by_gate, level.cut_by_budget = len(scores) - n_pass, n_pass - n_keep + unscored
+            res.pruned += _pruned(scores, q, tok, parents, range(n_keep, n_pass), depth, "budget")
+            res.pruned += _pruned(scores, q, tok, parents, range(n_pass, len(scores)), depth, "gate")
+        level.kept, level.budget_left = n_keep, left - n_keep  # N − |T| of this step's budget
+        res.levels.append(level)
+        return [tree.add(int(tok[i]), parents[i], float(q[i]), float(scores[i])) for i in range(n_keep)]
 
 
 @dataclass
@@ -151,7 +171,7 @@ class StaticPolicy:
                 res.stop = "context"
                 break
             res.forwards += 1
-            scores, q, tok, parents = _children(dist, frontier, pool, self.K)
+            scores, q, tok, parents, _ = _children(dist, frontier, pool, self.K)
             if not len(scores):
                 res.stop = "frontier"
                 break

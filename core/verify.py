@@ -7,10 +7,12 @@ That makes every committed token distributed exactly as a draw from p.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from core.sampling import draw, uniform
+from core.trace import ROOT, DraftNode, TargetChoice
 
 
 @dataclass
@@ -71,3 +73,29 @@ def verify_tree(children: dict[int, dict[int, int]], logits: torch.Tensor, p: to
             return TreeVerdict(path, choices)
         path.append(nxt)
         at = nxt
+
+
+@dataclass
+class VerdictRecord:
+    """What a verdict means for the trace: every drafted node with its status, the accepted path, and what
+    the target chose at each visited point (the last choice is the bonus token)."""
+    nodes: list[DraftNode]
+    accepted_path: list[int]
+    choices: list[TargetChoice]
+    residual: bool = False
+
+
+def record_chain(drafted: list[int], q: list[float], p: torch.Tensor, verdict: ChainVerdict,
+                 text_of: Callable[[int], str]) -> VerdictRecord:
+    """A chain's verdict as trace records (chain, sampled chain and SpecBound alike): node i has parent
+    i − 1, score p(u) = Π q along the chain; q[i] is the draft probability of drafted[i], p (γ + 1, V) the
+    target's distributions (row i: at drafted[i]'s parent)."""
+    a, score, nodes = verdict.accepted, 1.0, []
+    for i, tok in enumerate(drafted):
+        score *= q[i]
+        status = "accepted" if i < a else "rejected" if i == a else "unreached"
+        nodes.append(DraftNode(tok, text_of(tok), i - 1 if i else ROOT, i, q[i], score, float(p[i, tok]), status))
+    choices = [TargetChoice(i - 1 if i else ROOT, drafted[i], nodes[i].text, nodes[i].p) for i in range(a)]
+    choices.append(TargetChoice(a - 1 if a else ROOT, verdict.bonus, text_of(verdict.bonus),
+                                float(p[a, verdict.bonus])))
+    return VerdictRecord(nodes, list(range(a)), choices, verdict.residual)

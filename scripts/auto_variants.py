@@ -5,22 +5,20 @@ machine noise hits every row alike.
     OMP_NUM_THREADS=1 python scripts/auto_variants.py --drafter eagle3 --repeat 4 \
         --variants "auto;NUDGE_EVERY=8;NUDGE_EVERY=16,CALIBRATE_EVERY=8;N=4;N=6;N=8"
 
-A variant is `auto` (the code as it is), `N=n` (a fixed budget at the embedded preset's shape, T_shape from
---shape-temperature), or comma-separated NAME=value overrides of core.auto_budget / core.auto_replay /
-core.shape_calibration constants, applied only while that variant decodes.
+A variant is `auto` (its settings as declared), `N=n` (a fixed budget at the embedded preset's shape, T_shape
+from --shape-temperature), or comma-separated name=value changes to auto's settings (core/auto_config.py;
+upper case works too: NUDGE_EVERY=8), each variant its own AutoConfig and its own memory across prompts.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import core.auto_budget as auto_budget  # noqa: E402
-import core.auto_replay as auto_replay  # noqa: E402
-import core.shape_calibration as shape_calibration  # noqa: E402
+from core.auto_budget import AutoMemory  # noqa: E402
+from core.auto_config import DEFAULT, AutoConfig  # noqa: E402
 from core.drafter_loading import drafter_factory  # noqa: E402
 from core.engine import Session  # noqa: E402
 from core.knobs import preset_knobs  # noqa: E402
@@ -29,31 +27,18 @@ from core.methods import build_method  # noqa: E402
 from core.prompts import read_prompts  # noqa: E402
 from core.sampling import SamplingConfig  # noqa: E402
 
-MODULES = (auto_budget, auto_replay, shape_calibration)
-
-
-def overrides(spec: str) -> dict[tuple[object, str], float]:
-    """'NUDGE_EVERY=16,HALF_LIFE=48' -> {(module, name): value}; the module is the one defining the name."""
-    out = {}
+def variant_config(spec: str) -> AutoConfig:
+    """'nudge_every=16,half_life=48' -> auto's settings with those changed."""
+    changes = {}
     for item in filter(None, spec.split(",")):
         name, _, value = item.partition("=")
-        owner = next((m for m in MODULES if hasattr(m, name)), None)
-        if owner is None or not value:
-            raise SystemExit(f"error: '{item}' is not NAME=value for a constant of auto")
-        out[(owner, name)] = type(getattr(owner, name))(float(value))
-    return out
-
-
-@contextlib.contextmanager
-def patched(values: dict[tuple[object, str], float]):
-    old = {k: getattr(*k) for k in values}
-    for (owner, name), v in values.items():
-        setattr(owner, name, v)
+        if not value:
+            raise SystemExit(f"error: '{item}' is not name=value for a setting of auto")
+        changes[name.strip().lower()] = float(value)
     try:
-        yield
-    finally:
-        for (owner, name), v in old.items():
-            setattr(owner, name, v)
+        return DEFAULT.replace(**changes)
+    except ValueError as exc:
+        raise SystemExit(f"error: variant '{spec}': {exc}") from None
 
 
 def main() -> None:
@@ -70,28 +55,23 @@ def main() -> None:
     runs = {}
     for v in names:
         if v.startswith("N="):
-            runs[v] = ({**preset_knobs("embedded"), "N": int(v[2:]), "shape_temperature": args.shape_temperature}, {})
+            runs[v] = {**preset_knobs("embedded"), "N": int(v[2:]), "shape_temperature": args.shape_temperature}
         else:
-            runs[v] = (preset_knobs("auto"), {} if v == "auto" else overrides(v))
+            config = DEFAULT if v == "auto" else variant_config(v)
+            runs[v] = {**preset_knobs("auto"), "auto_config": config, "auto_memory": AutoMemory()}
     prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
     target = load_model(DEFAULT_TARGET, "cpu")
     make = drafter_factory(args.drafter, target, None, "cpu")
     sampling = SamplingConfig(0.0, 1.0, 0)
     Session(target, build_method("talon", **preset_knobs("auto")), prompts[0], sampling, 8, make()).generate()
-    memory = {v: {} for v in names}  # each variant's own remembered auto state
     totals = {v: [0, 0.0, 0] for v in names}  # tokens, seconds, steps
     per_repeat = {v: [] for v in names}
     for k in range(args.repeat):
         before = {v: tuple(t) for v, t in totals.items()}
         for prompt in prompts:
             for v in names if k % 2 == 0 else names[::-1]:
-                knobs, values = runs[v]
-                auto_budget._MEMORY.clear()
-                auto_budget._MEMORY.update(memory[v])
-                with patched(values):
-                    res = Session(target, build_method("talon", **knobs, record_raw=0), prompt, sampling,
-                                  args.max_new_tokens, make()).generate()
-                memory[v] = dict(auto_budget._MEMORY)
+                res = Session(target, build_method("talon", **runs[v], record_raw=0), prompt, sampling,
+                              args.max_new_tokens, make()).generate()
                 t = totals[v]
                 t[0], t[1], t[2] = t[0] + len(res.output_ids), t[1] + res.wall_s, t[2] + len(res.traces)
         for v in names:

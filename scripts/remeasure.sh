@@ -11,7 +11,8 @@
 #   n60 (2)        TALON vs the static tree at N = 60 on the head (docs/bench/n60_head.md)
 #   auto (13)      auto beside fixed budgets, two runs of --repeat 2 (docs/bench/auto.md)
 #   contract (1)   AR vs chain through cli.generate + cli.summarize
-#   specbound (2)  exit layers re-chosen (writes exit_heads.json), then the ablation table (docs/bench/specbound.md)
+#   specbound (3)  the fast preset's exit layers re-chosen (writes exit_heads.json), then the paper and fast
+#                  presets, their d_max rows and the ablations (docs/bench/specbound.md, specbound_presets.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
@@ -65,7 +66,7 @@ for s in "${sections[@]}"; do
       python -m cli.summarize "$tmp/ar.jsonl" "$tmp/chain.jsonl" ;;
     specbound)
       python -m cli.tune_specbound --n 12 --max-new-tokens 64 --choose-exit-layers --repeat 2
-      bench --limit 12 --methods ar,specbound,specbound:exit_layers=all,specbound:exit_layers=3,specbound:exit_vocab=0,specbound:exit_vocab=2048,specbound:alpha=0,specbound:alpha=0:exit_layers=all,specbound:d_max=12,specbound:d_max=12:exit_layers=all,specbound:w_max=0 ;;
+      bench --limit 12 --methods ar,specbound,specbound:d_max=2,specbound:d_max=6,specbound:d_max=8,specbound:preset=fast,specbound:preset=fast:d_max=2,specbound:preset=fast:d_max=6,specbound:preset=fast:d_max=8,specbound:preset=fast:exit_layers=all,specbound:preset=fast:exit_layers=3,specbound:preset=fast:exit_vocab=0,specbound:preset=fast:exit_vocab=2048,specbound:preset=fast:alpha=0,specbound:preset=fast:d_max=12,specbound:preset=fast:w_max=0 ;;
     *) echo "unknown section: $s" >&2; exit 2 ;;
   esac > "$out/$s.txt" 2>&1
   tail -n 3 "$out/$s.txt"

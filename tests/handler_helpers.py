@@ -5,7 +5,8 @@ from ui.view_specs import VIEWS
 
 PROMPT = default_prompt()
 TALON = dict(N=16, K=4, mu=0.05, k_init=1, shape_temperature=1.0, temperature=0.0, seed=0, max_new_tokens=12)
-SPECBOUND = dict(alpha=1.0, tau_exit=0.6, d_max=6, w_max=4, temperature=0.0, seed=0, max_new_tokens=8)
+SPECBOUND = dict(alpha=1.0, tau_exit=0.6, d_max=6, w_max=4, min_exit_layer=1, exit_vocab=0, temperature=0.0, seed=0,
+                 max_new_tokens=8)
 
 
 def step(run, prompt=PROMPT, **kw) -> dict:

@@ -304,9 +304,10 @@ def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
 
 
 def test_specbound_exit_layers_knob_shows_the_checked_layers_and_their_cost():
-    out = sb_step(None, exit_layers="2,4")
+    out = sb_step(None, exit_layers="2,4")  # d_max = 6: checked too, always
     run, why = out["run"], out["why"]
-    assert run.traces[0].specbound.exit_layers == [2, 4]
-    assert "Exit checks at layers 2, 4" in why and "layer equivalents" in why
+    assert run.traces[0].specbound.exit_layers == [2, 4, 6]
+    assert "Exit checks at layers 2, 4, 6 (d_max always)" in why and "layer equivalents" in why
+    assert "whole vocabulary" in why
     with pytest.raises(gr.Error, match="exit layers"):
         sb_step(run, exit_layers="two")

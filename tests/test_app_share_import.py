@@ -21,7 +21,7 @@ def link_params(url: str) -> dict:
 def opened(fields: list[str], updates) -> list:
     """What the page shows after a link's load: the link's values, defaults where it left a field alone."""
     from ui.share import KNOBS
-    defaults = {"prompt": default_prompt(), "drafter": DEFAULT_DRAFTER, "auto": False, "exit_layers": "",
+    defaults = {"prompt": default_prompt(), "drafter": DEFAULT_DRAFTER, "auto": False, "exit_layers": "all",
                 **{n: k.default for n, k in KNOBS.items()}}
     return [defaults[f] if isinstance(u, dict) else u for f, u in zip(fields, updates)]
 
@@ -37,7 +37,7 @@ def test_share_link_round_trip_fills_the_same_knobs():
     assert out[0].selected == "talon" and "Opened a shared link" in out[1].value
     assert list(out[2:2 + n_talon]) == talon
     assert all(isinstance(v, dict) for v in out[2 + n_talon:])  # SpecBound's fields left alone
-    sb = ["import os", 2.0, 0.75, 8, 3, 0.0, 0, 64, "2,4"]
+    sb = ["import os", 2.0, 0.75, 8, 3, 2, 1024, 0.0, 0, 64, "2,4"]  # ..., ℓ_min, V_exit, sampling, exit layers
     query = share_query("specbound", dict(zip(FIELDS["specbound"], sb)))
     assert "temp" not in query and "seed" not in query  # values at their defaults stay out of the link
     out = apply_link(gr.Request(query_params=link_params(query)))

@@ -20,7 +20,11 @@ P_BROKEN = 1e-6
 
 
 def chi2_pvalue(counts: np.ndarray, expected_p: np.ndarray) -> float:
-    """Chi-square goodness of fit, pooling cells whose expected count is below 5."""
+    """Chi-square goodness of fit, pooling cells whose expected count is below 5. A draw of an outcome the
+    target gives probability 0 fails outright (p = 0): pooled away it would hide exactly what a lossy
+    sampler adds (a token outside the top-p nucleus, say)."""
+    if counts[expected_p <= 0].sum() > 0:
+        return 0.0
     n = counts.sum()
     exp = expected_p * n
     big = exp >= 5

@@ -2,11 +2,13 @@
 moved by auto one notch at a time."""
 import torch
 
-from core.auto_budget import NUDGE_EVERY, AutoState
-from core.shape_calibration import (MIN_CALIBRATION, SHARPEN, T_GRID, best_temperature, fitted_temperature,
-                                    nll_by_temperature)
+from core.auto_budget import AutoState
+from core.auto_config import DEFAULT
+from core.shape_calibration import T_GRID, best_temperature, fitted_temperature, nll_by_temperature
 from core.trace import TreeStep
 from tests.test_auto_budget import chain_trace, cost
+
+NUDGE_EVERY, MIN_CALIBRATION, SHARPEN = DEFAULT.nudge_every, DEFAULT.min_calibration, DEFAULT.sharpen
 
 
 def test_the_fitted_temperature_is_the_one_the_target_chose_with():

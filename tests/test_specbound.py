@@ -13,8 +13,8 @@ from core.ar import ARMethod
 from core.engine import Session
 from core.exit_heads import ExitHeads, exit_vocab, heads_dir, heads_for
 from core.sampling import SamplingConfig
-from core.specbound import (SpecBoundMethod, act_temperature, build_specbound_method, exits_at,
-                            layer_confidence)
+from core.act import act_temperature, exits_at, layer_confidence
+from core.specbound import SpecBoundMethod, build_specbound_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
 from tests.tiny_models import tiny_lm
@@ -138,6 +138,8 @@ class OracleHeads(ScriptedHeads):
 
     def logits(self, lm, layer, h, vocab=None):
         z = super().logits(lm, layer, h)
+        if self.session is None:  # the check's cost, measured when the session is built
+            return z
         if layer == 1:
             steps = len(self.session.traces)
             self.k = 0 if steps != self.seen_steps else self.k + 1
@@ -322,17 +324,21 @@ def test_an_exit_vocabulary_scores_only_its_tokens(target):
     assert exit_vocab(target, 0) is None and exit_vocab(target, 10 ** 6) is None
 
 
-def test_the_exit_layers_stored_with_the_heads_are_the_default_and_all_overrides_them(target):
+def test_checks_happen_at_d_max_and_at_the_chosen_layers_below_it(target):
+    """paper (the default): every layer from the first; fast: the set stored with the heads (measured by
+    cli.tune_specbound --choose-exit-layers) from ℓ_min = 2; any set: plus d_max, always."""
     heads = heads_for(target)
     stored = json.loads((heads_dir(target.name) / "exit_heads.json").read_text())["exit_layers"]
-    assert heads.exit_layers == tuple(stored)  # written by cli.tune_specbound --choose-exit-layers
-    prompt = "def add(a, b):"
-    checked = {}
-    for given in (None, "all", "2;3"):
-        method = build_specbound_method(exit_layers=given, record_raw=False)
-        checked[given] = Session(target, method, prompt, max_new_tokens=4).step().specbound.exit_layers
-    assert checked[None] == [ell for ell in stored if 2 <= ell <= 4]  # within min exit layer .. d_max
-    assert checked["all"] == [2, 3, 4] and checked["2;3"] == [2, 3]
+    assert heads.exit_layers == tuple(stored)
+    settings = {"paper": {}, "fast": {"preset": "fast"}, "2;3": {"exit_layers": "2;3"},
+                "fast, d_max 6": {"preset": "fast", "d_max": 6}, "stored, d_max 2": {"exit_layers": "stored", "d_max": 2}}
+    checked = {label: Session(target, build_specbound_method(**given, record_raw=False), "def add(a, b):",
+                              max_new_tokens=4).step().specbound.exit_layers for label, given in settings.items()}
+    assert checked["paper"] == [1, 2, 3, 4]
+    assert checked["fast"] == sorted({ell for ell in stored if 2 <= ell < 4} | {4})
+    assert checked["2;3"] == [2, 3, 4]
+    assert checked["fast, d_max 6"] == sorted({ell for ell in stored if 2 <= ell < 6} | {6})
+    assert checked["stored, d_max 2"] == [2]
 
 
 def test_choosing_exit_layers_over_repeated_passes_stores_the_choice_and_its_passes(tmp_path, capsys):

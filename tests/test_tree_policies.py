@@ -159,3 +159,41 @@ def test_tree_mask_and_positions_from_parent_pointers():
     assert mask[0].tolist() == [True] * 4 + [False] * 6  # first pending token: prefix + itself
     assert mask[2, :5].all() and mask[2, 5:].tolist() == [True, False, False, False, False]
     assert tree_positions([0, 0, 1, 2, 1], first_node_pos=10) == [10, 10, 11, 12, 11]
+
+
+def test_children_past_the_scored_ones_that_pass_the_gate_count_as_budget_cuts():
+    """With one node of budget left only each parent's best child is scored; its siblings that pass the gate
+    as well were cut by the budget, and the level says so."""
+    table = {(): {A: 1.0}, (A,): {B: 0.3, C: 0.3, D: 0.3, E: 0.1}}
+    res = TalonPolicy(N=2, K=1, mu=0.2, k_init=1).grow(table_expand(table), max_depth=3)
+    lvl = res.levels[1]  # gate 0.2 · 0.3: B, C, D and E pass, one fits
+    assert (lvl.kept, lvl.cut_by_budget, lvl.cut_by_gate, lvl.budget_left) == (1, 3, 0, 0)
+
+
+def test_budget_left_counts_the_budget_this_step_had_near_the_context_end():
+    table = {(): {A: 0.5, B: 0.5}}
+    res = TalonPolicy(N=10, K=2, mu=0.01, k_init=1).grow(table_expand(table, {C: 0.5, D: 0.5}), max_depth=5,
+                                                         max_nodes=3)
+    assert len(res.tree) == 3 and res.stop == "budget"
+    assert [lvl.budget_left for lvl in res.levels] == [1, 0]
+
+
+def test_a_tiny_shaping_temperature_keeps_every_proposable_root_child():
+    """softmax(z / 0.01) underflows to 0 for all but the best token; only a -inf logit means 'cannot propose',
+    so the root still keeps its K children (and never the unproposable one)."""
+    from types import SimpleNamespace
+
+    from core.sampling import SamplingConfig
+    from core.tree_method import Expander
+    z = torch.tensor([[5.0, 0.0, -3.0, -8.0, float("-inf"), float("-inf"), float("-inf"), float("-inf")]])
+
+    class Fixed:
+        def room(self):
+            return 100
+
+        def propose(self, frontier, tree):
+            return z.expand(len(frontier), -1)
+
+    s = SimpleNamespace(target=SimpleNamespace(device=torch.device("cpu")), sampling=SamplingConfig())
+    res = TalonPolicy(N=4, K=4, mu=0.5, k_init=1).grow(Expander(Fixed(), s, False, 0.01), max_depth=1)
+    assert sorted(res.tree.tokens) == [0, 1, 2, 3]

@@ -1,15 +1,16 @@
 """Tune tab's cost panel: this machine's measured t_verify(n) (core.cost_model, cached per device, model,
 dtype and drafter) beside the speed-up over AR modelled for the visitor's TALON run at each budget N.
 
-The model is auto's own (core.auto_budget): τ from what the run's recent trees, truncated to N nodes,
+The model is auto's own (core.auto_predict): τ from what the run's recent trees, truncated to N nodes,
 committed, step time from the measured curves scaled to the run's own forwards; AR is one 1-token forward
 per token. So the curve exists for any TALON run, auto or not, up to the largest budget it used."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.auto_budget import GRID, AutoState
-from core.auto_replay import HISTORY, budget_of
+from core.auto_config import DEFAULT
+from core.auto_predict import Predictor
+from core.auto_replay import budget_of, replay_of
 from core.cost_model import CostModel
 from ui.run import Run
 from ui.worker import cost_curve
@@ -30,15 +31,17 @@ def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[
         return None, [], "no TALON step with a tree yet: press Step in the TALON tab"
     last = traces[-1]
     chosen = last.budget()[0]
-    cap = max(budget_of(t) for t in traces[-HISTORY:])
-    state = AutoState(cost, N=cap, n_max=cap)
-    for t in traces[-HISTORY:]:
-        state.observe(t)
-    ar_tok_s = 1000.0 / (state.slope * cost.t_verify(1))  # AR's forward on the run's scale
-    grid = sorted({g for g in GRID if g <= cap} | ({chosen} if isinstance(chosen, int) else set()))
-    points = [(g, state.rate(g) / ar_tok_s) for g in grid]
+    recent = traces[-DEFAULT.history:]
+    cap = max(budget_of(t) for t in recent)
+    grid = sorted({g for g in DEFAULT.grid if g <= cap} | {cap} | ({chosen} if isinstance(chosen, int) else set()))
+    predictor = Predictor(cost, tuple(grid))
+    for t in recent:
+        predictor.observe(replay_of(t))
+    predictor.slope = predictor.fit_slope()
+    ar_tok_s = 1000.0 / (predictor.slope * cost.t_verify(1))  # AR's forward on the run's scale
+    points = [(g, rate / ar_tok_s) for g, rate in zip(grid, predictor.rates()) if rate == rate]  # NaN: no tree
     how = "auto" if last.auto is not None else f"N = {chosen}"
-    return chosen, points, (f"modelled from this run's last {min(len(traces), HISTORY)} trees ({how}, drafter "
+    return chosen, points, (f"modelled from this run's last {len(recent)} trees ({how}, drafter "
                             f"{last.drafter or '?'}) truncated to each N")
 
 

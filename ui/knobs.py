@@ -37,30 +37,42 @@ TALON_KNOBS = [
            "below 1 sharpens a flat q so the gate goes deeper. Ours, not the paper's; verification is untouched."),
 ]
 
+OURS = core_knobs.OURS
 SPECBOUND_KNOBS = [
     slider(core_knobs.ALPHA, info="T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns "
-                                  "ACT off."),
+                                  "ACT off. The paper gives no value: 0.5 is ours."),
     slider(core_knobs.TAU_EXIT),
-    slider(core_knobs.D_MAX, info="A token that needs more than d_max layers stops drafting: it is a hard token."),
+    slider(core_knobs.D_MAX, info="A token that reaches d_max layers without exiting ends the block: a check "
+                                  f"always happens at d_max. Above L it is L, where a token always exits ({OURS})."),
     slider(core_knobs.W_MAX, info="At most w_max tokens are drafted before the target verifies them."),
+    slider(core_knobs.MIN_EXIT, info=f"No exit check below this layer ({OURS}: the paper checks from layer 1)."),
+    slider(core_knobs.EXIT_VOCAB, info="Checks score only the V_exit most frequent tokens and renormalise over them "
+                                       f"({OURS}: 0 = the whole vocabulary, as the paper); the output is unchanged."),
 ]
 
 SAMPLING_KNOBS = [slider(core_knobs.TEMPERATURE), slider(core_knobs.SEED), slider(core_knobs.MAX_NEW)]
 
 PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair",
                 "auto": "auto: N chosen per step for this machine, T_shape fitted to the drafter"}
+SPECBOUND_PRESET_NAMES = {
+    "paper": "paper: checks at every layer from the first, whole vocabulary",
+    "fast": f"fast: the exit layers stored with the heads, V_exit = 1024, ℓ_min = 2 ({OURS})",
+}
 
 
 def preset_label(name: str) -> str:
-    """A preset's menu label from its knobs (a preset core/ adds later is listed under its own name)."""
+    """A tree preset's menu label from its knobs (a preset core/ adds later is listed under its own name)."""
     knobs = core_knobs.PRESETS[name]
     n = f"N≤{knobs['N']}" if knobs.get("auto") else f"N={knobs['N']}"  # under auto, N is only the cap
     return (f"{PRESET_NAMES.get(name, name)} ({n}, K={knobs['K']}, μ={knobs['mu']}, k={knobs['k_init']}, "
             f"T={knobs['shape_temperature']:g})")
 
 
-# The same presets as the CLI's --preset (core/knobs.py), labelled for the dropdown.
-PRESETS = {preset_label(name): knobs for name, knobs in core_knobs.PRESETS.items()}
+# The same presets as the CLI's --preset (core/knobs.py), labelled for the dropdowns: the tree ones for the
+# TALON view, paper and fast for the SpecBound view.
+PRESETS = {preset_label(name): core_knobs.PRESETS[name] for name in core_knobs.presets_for("talon")}
+SPECBOUND_PRESETS = {SPECBOUND_PRESET_NAMES.get(name, name): core_knobs.PRESETS[name]
+                     for name in core_knobs.presets_for("specbound")}
 
 
 def validate(knobs: list[Knob], values: dict) -> dict:
@@ -87,3 +99,11 @@ def validate(knobs: list[Knob], values: dict) -> dict:
 def apply_preset(name: str) -> list:
     """The TALON knob values of a preset, in TALON_KNOBS order, then whether N is chosen per step (auto)."""
     return [PRESETS[name][k.name] for k in TALON_KNOBS] + [bool(PRESETS[name].get("auto"))]
+
+
+def apply_specbound_preset(label: str) -> list:
+    """The SpecBound knob values of a preset (by its menu label), in SPECBOUND_KNOBS order, then its exit
+    layers."""
+    name = next(n for n in core_knobs.presets_for("specbound") if SPECBOUND_PRESET_NAMES.get(n, n) == label)
+    knobs = core_knobs.resolve("specbound", {"preset": name})
+    return [knobs[k.name] for k in SPECBOUND_KNOBS] + [knobs["exit_layers"]]

@@ -28,10 +28,12 @@ T_ℓ = 1 + α(1 − ℓ/L) that is large for shallow layers and 1 at the top. A
 whose annealed confidence max softmax(z/T_ℓ) reaches τ_exit. Toggle raw vs annealed to see which early
 exits the annealing prevented."""
 
-BSCS = """**BSCS: bounded drafting.** Drafting stops, and the target verifies, when a token needs more than
-d_max layers (a hard token: drafting further would waste work) or after w_max drafted tokens in a row
-(longer blocks are rarely all accepted). Verification runs the drafted tokens through the layers they
-skipped, so every committed token saw all L layers and the output is the target's own."""
+BSCS = """**BSCS: bounded drafting.** Drafting stops, and the target verifies, when a token reaches d_max
+layers without exiting (a hard token: drafting further would waste work; a check always happens at d_max)
+or after w_max drafted tokens in a row (longer blocks are rarely all accepted). Verification runs the
+drafted tokens through the layers they skipped, so every committed token saw all L layers and the output is
+the target's own. The *paper* preset checks every layer from the first over the whole vocabulary; *fast*
+checks only the layers stored with the heads over the most frequent tokens (ours, not the paper's)."""
 
 SPEEDUP = """**Is it faster? R = τ / (1 + c·δ).** A step costs one target forward plus δ draft forwards, each c times
 as expensive as a target forward, and it yields τ tokens; plain decoding yields one token per target

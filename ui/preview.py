@@ -1,6 +1,7 @@
 """The first thing a visitor sees: one real TALON step (with its static tree) and one real SpecBound step
 on the example prompt at the page's default knobs, computed once in the background when the server
-starts (it doubles as the warm-up), drawn on page load and labelled as a preview. Nothing is shared with
+starts (it doubles as the warm-up, with auto's cost curves after it), drawn on page load and labelled as a
+preview. Nothing is shared with
 the visitor's own run: their first Step starts a run of their own from the prompt box."""
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import threading
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.config import RunConfig
+from ui.models import DEFAULT_DRAFTER
 from ui.run import Run
+from ui.worker import cost_curve
 from ui.views import outcome_panels
 from viz.html import message_html
 
@@ -50,6 +53,10 @@ class Preview:
             self.error = f"The start-up preview could not be computed ({type(exc).__name__}: {exc})."
         finally:
             self.ready.set()
+        try:  # after the preview, which page loads wait for
+            warm_cost_curves()
+        except Exception:  # auto measures them when its first session is built instead
+            log.exception("measuring the cost curves at start-up failed")
 
     def run(self, method: str) -> Run | None:
         self.ready.wait(WAIT_S)
@@ -57,6 +64,12 @@ class Preview:
 
     def note(self) -> str:
         return message_html(self.error or NOTE)
+
+
+def warm_cost_curves() -> None:
+    """auto's cost curves for the default drafter, measured at start-up (once per machine: they are kept on
+    disk) with a line in the log, so a visitor's first auto step never waits for them."""
+    cost_curve("embedded", "embedded", DEFAULT_DRAFTER)
 
 
 PREVIEW = Preview()

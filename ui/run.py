@@ -10,7 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.engine import SessionError, Snapshot
+from core.engine import SessionError
+from core.snapshot import Snapshot
 from core.metrics import Baseline, RunStats, run_stats
 from core.trace import StepTrace
 from ui.baseline import BASELINES

@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 import gradio as gr
 
+from core.knobs import ALL_KNOBS
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.models import DEFAULT_DRAFTER
@@ -21,7 +22,8 @@ from ui.models import DEFAULT_DRAFTER
 TABS = ("talon", "specbound", "compare", "tune")
 # query parameter -> knob name; the parameters are the paper's symbols where they are short
 PARAMS = {"N": "N", "K": "K", "mu": "mu", "k": "k_init", "T": "shape_temperature", "alpha": "alpha", "tau": "tau_exit",
-          "dmax": "d_max", "wmax": "w_max", "temp": "temperature", "seed": "seed", "new": "max_new_tokens"}
+          "dmax": "d_max", "wmax": "w_max", "lmin": "min_exit_layer", "vexit": "exit_vocab", "temp": "temperature",
+          "seed": "seed", "new": "max_new_tokens"}
 NAMES = {knob: param for param, knob in PARAMS.items()}
 KNOBS = {k.name: k for k in TALON_KNOBS + SPECBOUND_KNOBS + SAMPLING_KNOBS}
 # the components a link fills, per stepping view, in this order (app.py wires the same order)
@@ -30,7 +32,8 @@ FIELDS = {
     "specbound": ["prompt", *(k.name for k in SPECBOUND_KNOBS), *(k.name for k in SAMPLING_KNOBS), "exit_layers"],
 }
 TEXT_PARAMS = {"p": "prompt", "drafter": "drafter", "auto": "auto", "layers": "exit_layers"}
-LAYERS = re.compile(r"^\s*\d+(\s*,\s*\d+)*\s*$")
+LAYERS = re.compile(r"^\s*(all|stored|\d+(\s*,\s*\d+)*)\s*$")
+DEFAULT_LAYERS = ALL_KNOBS["exit_layers"].default
 
 
 def drafters() -> tuple[str, ...]:
@@ -57,8 +60,9 @@ def share_query(method: str, values: dict) -> str:
             q["drafter"] = values["drafter"]
         if values.get("auto"):
             q["auto"] = "1"
-    if method == "specbound" and (values.get("exit_layers") or "").strip():
-        q["layers"] = values["exit_layers"].replace(" ", "")
+    layers = (values.get("exit_layers") or "").replace(" ", "")
+    if method == "specbound" and layers and layers != DEFAULT_LAYERS:
+        q["layers"] = layers
     return "?" + urlencode(q, quote_via=quote, safe=",")
 
 
@@ -116,7 +120,7 @@ def read_query(params: Mapping[str, str]) -> Shared:
             if LAYERS.match(raw):
                 out.values["exit_layers"] = raw.replace(" ", "")
             else:
-                out.notes.append(f"layers={raw!r} is not a list of layer numbers such as 2,4: ignored")
+                out.notes.append(f"layers={raw!r} is not all, stored or layer numbers such as 2,4: ignored")
         else:
             out.notes.append(f"unknown parameter {param!r}: ignored")
     return out

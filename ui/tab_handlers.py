@@ -18,15 +18,18 @@ from viz.cost_fig import cost_curve_figure
 from viz.outcome_figs import compare_bars, sweep_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
-# Compare's tree settings: the paper's preset, or the shape measured best on this CPU (labelled from core's presets)
-TREE_SETTINGS = {name: preset_label(name) for name in ("paper", "embedded")}
+# Compare's settings: the papers' presets, or those measured best on this CPU (the embedded tree, SpecBound fast)
+SPECBOUND_WITH = {"paper": "paper", "embedded": "fast"}
+TREE_SETTINGS = {name: f"{preset_label(name)}; SpecBound {SPECBOUND_WITH[name]}" for name in ("paper", "embedded")}
 
 
 def compare_knobs(trees: str) -> dict:
-    """Every method's knobs for Compare: the defaults, with static's and TALON's from the chosen preset."""
+    """Every method's knobs for Compare: the defaults, with static's and TALON's from the chosen preset and
+    SpecBound's from its counterpart (paper, or fast beside the embedded tree)."""
     if trees not in TREE_SETTINGS:
         raise ValueError(f"unknown tree settings {trees!r} (choose from {', '.join(TREE_SETTINGS)})")
-    return {**DEFAULT_KNOBS, **core_knobs.preset_knobs(trees)}
+    specbound = core_knobs.resolve("specbound", {"preset": SPECBOUND_WITH[trees]})
+    return {**DEFAULT_KNOBS, **core_knobs.preset_knobs(trees), **specbound}
 
 
 COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless", "text"]

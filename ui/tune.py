@@ -13,10 +13,12 @@ from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
 from ui.run import Run
 
 MAX_CELLS = 25
+# Each sweep around the method's defaults (the paper preset); the last one sweeps our deviations from it.
 SWEEPS = {
     "TALON: μ × N": ("talon", "mu", "N", "0.01, 0.03, 0.1, 0.2", "16, 32, 60, 96"),
-    "SpecBound: α × τ_exit": ("specbound", "alpha", "tau_exit", "0, 0.5, 1, 2", "0.7, 0.8, 0.9"),
+    "SpecBound: α × τ_exit": ("specbound", "alpha", "tau_exit", "0, 0.25, 0.5, 1", "0.05, 0.1, 0.2"),
     "SpecBound: d_max × w_max": ("specbound", "d_max", "w_max", "2, 4, 6, 8", "2, 4, 8"),
+    "SpecBound: V_exit × ℓ_min (ours)": ("specbound", "exit_vocab", "min_exit_layer", "0, 1024, 4096", "1, 2, 3"),
 }
 
 

@@ -12,7 +12,8 @@ from typing import Any, Callable
 import gradio as gr
 
 from ui import learn
-from ui.knobs import PRESETS, SPECBOUND_KNOBS, TALON_KNOBS, Knob, apply_preset
+from ui.knobs import (OURS, PRESETS, SPECBOUND_KNOBS, SPECBOUND_PRESETS, TALON_KNOBS, Knob, apply_preset,
+                      apply_specbound_preset)
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
 
@@ -102,6 +103,12 @@ def specbound_config(v: dict) -> tuple[str | None, str, dict]:
     return None, "embedded", {"exit_layers": layers} if layers else {}
 
 
+def wire_specbound_preset(c: dict) -> None:
+    """The preset menu sets the SpecBound sliders and the exit layers: paper and fast are one click apart."""
+    c["preset"].change(apply_specbound_preset, [c["preset"]], [c[k.name] for k in SPECBOUND_KNOBS] + [c["exit_layers"]],
+                       api_visibility="private")
+
+
 def draw_static(run, index: int, values: dict) -> None:
     """TALON's slow extra: the static tree from the same prefix, unless the visitor turned it off."""
     if values.get("with_static", True):
@@ -142,16 +149,19 @@ SPECBOUND = ViewSpec(
             Panel("bars", lambda: plot("specbound-bars"), 1), Panel("why", lambda: html("specbound-why"), 1)),
     render=exit_panels, knobs=tuple(SPECBOUND_KNOBS),
     controls=(
-        Control("exit_layers", lambda: gr.Textbox("", label="exit layers", placeholder="the set stored with the heads",
-                                                  info="e.g. 2,4: the only layers with an exit check; all: every "
-                                                       "layer up to d_max",
+        Control("preset", lambda: gr.Dropdown(list(SPECBOUND_PRESETS), value=list(SPECBOUND_PRESETS)[0],
+                                              label="preset", min_width=260, elem_id="specbound-preset")),
+        Control("exit_layers", lambda: gr.Textbox("all", label="exit layers", placeholder="all",
+                                                  info="checks below d_max (d_max is always checked): all = every "
+                                                       f"layer from ℓ_min (the paper); stored = the set measured "
+                                                       f"fastest with the heads, or e.g. 2,4 ({OURS})",
                                                   elem_id="specbound-exit-layers")),
         Control("annealed", lambda: gr.Radio([("annealed", True), ("raw", False)], value=True,
                                              label="confidence shown"), redraws=True),
     ),
     api_inputs=("target", "annealed", "exit_layers"), config=specbound_config,
     learn=("Learn: ACT and BSCS", learn.STEP, learn.ACT, learn.BSCS, learn.KEYS),
-    extras=("stats",),
+    extras=("stats",), wire=wire_specbound_preset,
 )
 
 VIEWS: dict[str, ViewSpec] = {v.name: v for v in (TALON, SPECBOUND)}

@@ -94,11 +94,16 @@ def checks_note(trace) -> str:
     if d is None:
         return ""
     layers, cost, evals = d.exit_layers, d.head_cost_layers, d.head_evals
-    where = (f"Exit checks at layers {', '.join(map(str, layers))}" if layers else
+    where = (f"Exit checks at layers {', '.join(map(str, layers))} (d_max always)" if layers else
              "No exit layer lies between the lowest exit layer and d_max: every token runs d_max layers")
     spent = f"; this step made {evals} checks = {evals * cost:.2f} layers"
+    above = (f" d_max = {d.d_max_asked} is above L = {d.num_layers}, so it bounds nothing: the same drafts as "
+             f"d_max = {d.num_layers}, where a token always exits." if d.d_max_asked > d.num_layers else "")
+    vocab = {None: "", 0: " Checks score the whole vocabulary (the paper)."}.get(
+        d.exit_vocab, f" Checks score the V_exit = {d.exit_vocab} most frequent tokens, renormalised over them "
+                      f"(ours, not the paper's); other tokens cannot exit early.")
     return (f"{where}. One exit-head check costs {cost:.2f} layer equivalents (measured){spent}, counted in δ "
-            f"beside the layers run.")
+            f"beside the layers run.{above}{vocab}")
 
 
 def exit_panels(run: Run | None, index: int | None, annealed: bool = True) -> dict:

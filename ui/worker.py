@@ -14,7 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from core.cost_model import CostModel, measure
-from core.engine import Session, SessionError, Snapshot
+from core.engine import Session, SessionError
+from core.snapshot import Snapshot, restore, take_snapshot
 from core.methods import build_method
 from core.trace import StepTrace
 from ui.gpu import gpu
@@ -121,11 +122,11 @@ def session_for(cfg, token: str, snap: Snapshot | None) -> tuple[Live, bool]:
     """This run's live session, rebuilt when missing or not at `snap` (a fresh run when `snap` is None)."""
     live = SESSIONS.get(token)
     if live is not None and (snap is None and not live.session.traces and not live.session.steps_before
-                             or snap is not None and live.session.snapshot() == snap):
+                             or snap is not None and take_snapshot(live.session) == snap):
         return live, False
     session = new_session(cfg)
     if snap is not None:
-        session.restore(snap)
+        restore(session, snap)
     live = Live(session)
     SESSIONS.put(token, live)
     return live, snap is not None
@@ -156,7 +157,7 @@ def run_steps(cfg, token: str, snap: Snapshot | None, n: int = 1) -> StepOutcome
             traces.append(s.traces[-1])
         SESSIONS.touch(token)
         tok = s.target.tokenizer
-        return StepOutcome(traces, step_ms, prefixes, s.snapshot(),
+        return StepOutcome(traces, step_ms, prefixes, take_snapshot(s),
                            tok.decode(s.prompt_ids, skip_special_tokens=True), tok.decode(s.output_ids),
                            str(s.target.device), rebuilt)
     finally:
@@ -183,4 +184,4 @@ def cost_curve(target: str, draft: str, drafter: str) -> CostModel:
     """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (cached per device,
     model, dtype and drafter; the first measurement takes a few seconds)."""
     tgt, instance = drafter_for(target, draft, drafter)
-    return measure(tgt, instance)
+    return measure(tgt, instance, progress=lambda line: print(line, flush=True))

@@ -41,6 +41,16 @@ def tau_exit_of(trace: StepTrace) -> float:
     return TAU_EXIT.default if trace.specbound is None else trace.specbound.tau_exit
 
 
+def confidence_text(trace: StepTrace, annealed: bool) -> str:
+    """What the heatmap's confidence is: annealed or raw, and the tokens its softmax is over (with a reduced
+    exit vocabulary the checks below L renormalise over the V_exit most frequent tokens)."""
+    mode = "annealed max softmax(z/T_ℓ)" if annealed else "raw max softmax(z)"
+    v = knob(trace, "exit_vocab")
+    if v is None:
+        return mode
+    return f"{mode} over the whole vocabulary" if v == 0 else f"{mode} over the V_exit = {v} most frequent tokens"
+
+
 def num_layers(trace: StepTrace) -> int:
     if trace.specbound is not None:
         return trace.specbound.num_layers
@@ -117,8 +127,8 @@ def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: i
         if layer is not None:  # outline the first cell at or above τ_exit: where this view would exit
             fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=layer - 0.5, y1=layer + 0.5,
                           line=dict(color="black", width=2), name="first ≥ τ_exit")
-    mode = "annealed max softmax(z/T_ℓ)" if annealed else "raw max softmax(z)"
-    fig.update_layout(title=dict(text=f"Layer × token confidence ({mode}) · outlined: first layer ≥ τ_exit", x=0.01),
+    fig.update_layout(title=dict(text=f"Layer × token confidence ({confidence_text(trace, annealed)}) · outlined: "
+                                      f"first layer ≥ τ_exit", x=0.01),
                       legend=dict(orientation="h", y=-0.12))
     fig.update_yaxes(title="layer ℓ", range=[0.5, L + 0.5], dtick=1)
     return fig
@@ -140,9 +150,9 @@ def _bounds(fig: go.Figure, trace: StepTrace, cols: int) -> None:
     if d_max is not None:
         fig.add_hline(y=d_max + 0.5, line=dict(color="#d73027", dash="dash"),
                       annotation_text=f"d_max = {d_max}", annotation_position="top left")
-    if min_exit:
+    if min_exit and min_exit > 1:  # ℓ_min = 1 checks from the first layer, as the paper
         fig.add_hline(y=min_exit - 0.5, line=dict(color="#777", dash="dot"),
-                      annotation_text=f"min exit layer = {min_exit}", annotation_position="bottom left")
+                      annotation_text=f"ℓ_min = {min_exit} (ours)", annotation_position="bottom left")
     if w_max is not None and w_max <= cols:
         fig.add_vline(x=w_max - 0.5, line=dict(color="#d73027", dash="dash"),
                       annotation_text=f"w_max = {w_max}", annotation_position="top right")

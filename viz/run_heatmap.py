@@ -7,7 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from core.trace import StepTrace
-from viz.exits_fig import _colorscale, _empty, first_crossings, knob, num_layers, tau_exit_of
+from viz.exits_fig import _colorscale, _empty, confidence_text, first_crossings, knob, num_layers, tau_exit_of
 from viz.palette import FONT
 from viz.tree_fig import short
 
@@ -66,12 +66,11 @@ def run_heatmap(traces: list[StepTrace], current: int | None, annealed: bool = T
     if d_max is not None:
         fig.add_hline(y=d_max + 0.5, line=dict(color="#d73027", dash="dash"),
                       annotation_text=f"d_max = {d_max}", annotation_position="top left")
-    if min_exit:
+    if min_exit and min_exit > 1:  # ℓ_min = 1 checks from the first layer, as the paper
         fig.add_hline(y=min_exit - 0.5, line=dict(color="#777", dash="dot"),
-                      annotation_text=f"min exit layer = {min_exit}", annotation_position="bottom left")
-    mode = "annealed max softmax(z/T_ℓ)" if annealed else "raw max softmax(z)"
-    fig.update_layout(title=dict(text=f"Layer × token confidence ({mode}) · every drafted token of the run", x=0.01,
-                                 y=0.98, yanchor="top"),
+                      annotation_text=f"ℓ_min = {min_exit} (ours)", annotation_position="bottom left")
+    fig.update_layout(title=dict(text=f"Layer × token confidence ({confidence_text(first, annealed)}) · every "
+                                      f"drafted token of the run", x=0.01, y=0.98, yanchor="top"),
                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"), dragmode="pan")
     start = max(0, len(cols) - VISIBLE_COLUMNS)
     fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=[_label(t, col) for t, col in cols], tickangle=-45,

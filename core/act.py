@@ -1,0 +1,62 @@
+"""SpecBound's annealed confidence threshold (ACT): where a drafted token may exit, and what a check costs.
+
+At layer ℓ of L the exit head's logits z^(ℓ) are read at temperature T_ℓ = 1 + α(1 − ℓ/L): shallow layers,
+whose confidence was never trained and runs high on wrong tokens, are deflated more; the last layer not at
+all. A token exits at the first checked layer where max softmax(z^(ℓ) / T_ℓ) ≥ τ_exit.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from core.cost_model import median_ms
+from core.exit_heads import ExitHeads, exit_vocab
+from core.model import CausalLM
+
+
+def act_temperature(layer: int, num_layers: int, alpha: float) -> float:
+    """T_ℓ = 1 + α(1 − ℓ/L): shallow layers are deflated more, the last layer not at all."""
+    return 1.0 + alpha * (1.0 - layer / num_layers)
+
+
+@dataclass
+class LayerConfidence:
+    layer: int
+    temperature: float  # T_ℓ
+    raw: float  # max softmax(z^(ℓ))
+    annealed: float  # max softmax(z^(ℓ) / T_ℓ)
+    top_id: int
+
+
+def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float, raw: bool = True) -> LayerConfidence:
+    """z: (V,) exit-head logits after layer ℓ (-inf outside the exit vocabulary, so the softmax is over the
+    tokens that may exit). The raw (un-annealed) confidence is only for the trace's raw view: with raw=False
+    it is not computed (NaN), sparing a softmax per check."""
+    t = act_temperature(layer, num_layers, alpha)
+    annealed = float(torch.softmax(z.float() / t, -1).max())
+    raw_conf = float(torch.softmax(z.float(), -1).max()) if raw else math.nan
+    return LayerConfidence(layer, t, raw_conf, annealed, int(z.argmax()))
+
+
+def exits_at(conf: LayerConfidence, tau_exit: float) -> bool:
+    return conf.annealed >= tau_exit
+
+
+@functools.lru_cache(maxsize=8)
+@torch.inference_mode()
+def head_cost_layers(lm: CausalLM, heads: ExitHeads, v_exit: int = 0, reps: int = 25) -> float:
+    """One exit-head evaluation over one token (over the V_exit most frequent tokens; 0: all), in units of
+    one decoder layer over one token (measured: on a narrow model with a big vocabulary a check costs
+    about as much as a layer, so δ must count it)."""
+    vocab = exit_vocab(lm, v_exit)
+    h = lm.embed(torch.tensor([1], device=lm.device))  # (1, d)
+    cache = lm.new_cache(64)
+    pos = torch.tensor([32], device=lm.device)
+    mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
+    t_layer = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, 1), reps)
+    mid = max(1, lm.num_layers // 2)  # any layer below L costs the same (an adapter and the LM head)
+    t_head = median_ms(lambda: heads.logits(lm, mid, h, vocab), reps)
+    return t_head / t_layer
