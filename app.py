@@ -22,12 +22,12 @@ from ui.http_guard import DeepLinkGuard
 from ui.importer import max_bytes
 from ui.limits import engine_concurrency, state_capacity, state_ttl_s, torch_threads
 from ui.gpu import remote
-from ui.models import model_box_info, preload
+from ui.models import EMBEDDED, model_box_info, pair_choices, preload
 from ui.preview import PREVIEW
 from ui.run import forget
 from ui.share import FIELDS, apply_link, share_query
-from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, cancel_compare, cancel_sweep, cost_curve, load_models,
-                             run_compare, run_sweep, sweep_defaults)
+from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, cancel_compare, cancel_sweep, choose_pair, cost_curve,
+                             load_models, run_compare, run_sweep, sweep_defaults)
 from ui.tune import SWEEPS, symbol
 from ui.view_specs import VIEWS, ViewSpec, drafter_input
 
@@ -208,7 +208,7 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
     return c
 
 
-def compare_tab(models: list) -> None:
+def compare_tab(models: dict) -> dict:
     gr.Markdown("One prompt through every method, each run to the end and timed on this machine.")
     with gr.Row():
         prompt = gr.Textbox(value=default_prompt(), lines=3, label="prompt", scale=3)
@@ -228,12 +228,13 @@ def compare_tab(models: list) -> None:
     table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                          column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
     plot = gr.Plot(show_label=False, elem_id="compare-plot")
-    running = go.click(run_compare, [prompt, max_new, temperature, *models, drafter, trees], [table, plot, status],
-                       api_name="compare", show_progress="minimal", **LONG)
+    inputs = [prompt, max_new, temperature, models["target"], models["draft"], drafter, trees, models["chat"]]
+    running = go.click(run_compare, inputs, [table, plot, status], api_name="compare", show_progress="minimal", **LONG)
     stop.click(cancel_compare, None, [status], cancels=[running], api_name="compare_cancel")
+    return {"drafter": drafter}
 
 
-def tune_tab(models: list, talon_state: gr.State) -> None:
+def tune_tab(models: dict, talon_state: gr.State) -> dict:
     gr.Markdown("Sweep two knobs over a few example prompts (greedy). Each cell runs every prompt to the end.")
     first = list(SWEEPS)[0]
     with gr.Row():
@@ -251,8 +252,8 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
     with gr.Row():
         mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
     kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
-    running = go.click(run_sweep, [kind, x_vals, y_vals, n_prompts, max_new, *models, drafter], [mat, speed, status],
-                       api_name="sweep", show_progress="minimal", **LONG)
+    inputs = [kind, x_vals, y_vals, n_prompts, max_new, models["target"], models["draft"], drafter, models["chat"]]
+    running = go.click(run_sweep, inputs, [mat, speed, status], api_name="sweep", show_progress="minimal", **LONG)
     stop.click(cancel_sweep, None, [status], cancels=[running], api_name="sweep_cancel")
     gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
                 "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
@@ -261,7 +262,29 @@ def tune_tab(models: list, talon_state: gr.State) -> None:
     curve = gr.Plot(show_label=False, elem_id="tune-cost")
     with gr.Accordion("Learn: why the best tree is small on a CPU and large on a GPU", open=False):
         gr.Markdown(learn.HARDWARE)
-    measure.click(cost_curve, [talon_state, models[0], models[1], drafter], [curve], api_name="cost_curve", **LONG)
+    measure.click(cost_curve, [talon_state, models["target"], models["draft"], drafter], [curve], api_name="cost_curve",
+                  **LONG)
+    return {"drafter": drafter}
+
+
+def model_block() -> dict:
+    """The model accordion: a curated (target, EAGLE-3 head) pair or the embedded one, the target and draft
+    boxes it fills (the draft box names the head when the drafter is eagle3), and the chat template toggle."""
+    with gr.Accordion("Model", open=False):
+        pair = gr.Dropdown(pair_choices(), value=EMBEDDED, label="model pair", elem_id="model-pair",
+                           info="a target with the EAGLE-3 head published for it (only those this server allows)")
+        with gr.Row():
+            target = gr.Textbox("embedded", label="target model", info=model_box_info(), elem_id="model-target")
+            draft = gr.Textbox("embedded", label="draft model or EAGLE-3 head", elem_id="model-draft",
+                               info="drafter model: a draft LM sharing the target's tokenizer; drafter eagle3: a head "
+                                    "published for this target")
+            chat = gr.Radio([("auto", "auto"), ("on", "on"), ("off", "off")], value="auto", label="chat template",
+                            elem_id="model-chat", info="auto: wrap the prompt as one user turn when the target's "
+                                                       "tokenizer has a template (the greyed italic text)")
+            load = gr.Button("Load")
+        msg = gr.Markdown()
+        load.click(load_models, [target, draft], [msg], api_visibility="private", concurrency_id=ENGINE)
+    return dict(pair=pair, target=target, draft=draft, chat=chat)
 
 
 def build_demo() -> gr.Blocks:
@@ -269,23 +292,19 @@ def build_demo() -> gr.Blocks:
     with gr.Blocks(title="SpecScope", delete_cache=(600, 3600)) as demo:  # Gradio's copies of exports: 1 h
         gr.Markdown("# SpecScope\n" + learn.INTRO)
         link_msg = gr.HTML(elem_id="share-msg", min_height=0, visible=False)
-        with gr.Accordion("Model", open=False):
-            with gr.Row():
-                target = gr.Textbox("embedded", label="target model", info=model_box_info())
-                draft = gr.Textbox("embedded", label="draft model", info="must share the target's tokenizer")
-                load = gr.Button("Load")
-            msg = gr.Markdown()
-            load.click(load_models, [target, draft], [msg], api_visibility="private", concurrency_id=ENGINE)
-        models = [target, draft]
+        models = model_block()
         views = {}
         with gr.Tabs() as tabs:
             for spec in VIEWS.values():
                 with gr.Tab(spec.title, id=spec.name):
-                    views[spec.name] = stepping_tab(spec, {"target": target, "draft": draft})
+                    views[spec.name] = stepping_tab(spec, {k: models[k] for k in ("target", "draft", "chat")})
             with gr.Tab("Compare", id="compare"):
-                compare_tab(models)
+                compare = compare_tab(models)
             with gr.Tab("Tune", id="tune"):
-                tune_tab(models, views["talon"]["run"])
+                tune = tune_tab(models, views["talon"]["run"])
+        drafters = [views["talon"]["drafter"], compare["drafter"], tune["drafter"]]
+        models["pair"].input(choose_pair, [models["pair"]], [models["target"], models["draft"], models["chat"],
+                                                             *drafters], api_visibility="private")
         for spec in VIEWS.values():  # the start-up step, waited for outside the engine's queue slots
             c = views[spec.name]
             demo.load(**named(lambda spec=spec, **v: h.load(spec, **v), spec.options, spec.outputs[1:], c),

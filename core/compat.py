@@ -48,6 +48,18 @@ class PositionTally:
                 self.vocab_known = True
                 self.in_vocab += sum(tok in draft_vocab for tok in t.committed_ids)
 
+    def merge(self, other: "PositionTally") -> None:
+        """Add another tally's counts (the page adds each engine call's steps to its run's tally)."""
+        for d in range(len(other.reached)):
+            if d == len(self.reached):
+                self.reached.append(0)
+                self.accepted.append(0)
+            self.reached[d] += other.reached[d]
+            self.accepted[d] += other.accepted[d]
+        self.committed += other.committed
+        self.in_vocab += other.in_vocab
+        self.vocab_known = self.vocab_known or other.vocab_known
+
 
 @dataclass
 class CompatReadout:

@@ -12,6 +12,7 @@ import random
 import statistics
 from dataclasses import dataclass, field
 
+from core.compat import PositionTally
 from core.trace import StepTrace
 
 RESAMPLES = 200  # bootstrap draws for the speed-up's spread (seeded: the same run shows the same spread)
@@ -243,14 +244,13 @@ class DepthAcceptance:
 
 
 def acceptance_by_depth(traces: list[StepTrace]) -> list[DepthAcceptance]:
-    """Per depth, the share of steps whose accepted path got through it, beside Σp(u)'s prediction (a
-    calibrated drafter has the two equal; `auto` models the same numbers, core/auto_budget.py)."""
-    rows: dict[int, DepthAcceptance] = {}
+    """Per depth d (0 = the first drafted token), over the steps whose tree reached d, the share whose
+    accepted path got through it (the counts are the compatibility readout's, core/compat.py), beside
+    Σp(u)'s prediction (a calibrated drafter has the two equal; `auto` models the same numbers)."""
+    tally = PositionTally()
+    tally.add(traces)
+    scores = [0.0] * len(tally.reached)
     for t in traces:
         for node in t.nodes:
-            row = rows.setdefault(node.depth, DepthAcceptance(node.depth, 0, 0, 0.0))
-            row.score_sum += node.score
-        for d in {n.depth for n in t.nodes}:
-            rows[d].steps += 1
-            rows[d].accepted += t.accepted > d
-    return [rows[d] for d in sorted(rows)]
+            scores[node.depth] += node.score
+    return [DepthAcceptance(d, tally.reached[d], tally.accepted[d], scores[d]) for d in range(len(tally.reached))]

@@ -272,5 +272,5 @@ def test_acceptance_by_depth_counts_steps_through_each_depth():
     rows = acceptance_by_depth([talon_example(), chain_of(3)])
     assert [(r.depth, r.steps, r.accepted) for r in rows] == [(0, 2, 2), (1, 2, 1), (2, 1, 1)]
     fig = depth_acceptance_bars(rows)
-    assert list(fig.data[0].y) == [1.0, 0.5, 1.0] and list(fig.data[0].x) == [1, 2, 3]
+    assert list(fig.data[0].y) == [1.0, 0.5, 1.0] and list(fig.data[0].x) == [0, 1, 2]  # d as the tree numbers it
     assert depth_acceptance_bars([]).layout.annotations[0].text.startswith("Press Step")

@@ -68,14 +68,15 @@ def friendly(fn):
 
 
 def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dict, target: str,
-                draft: str, drafter: str | None = None, extra: dict | None = None) -> RunConfig:
-    """`extra`: knobs that are not sliders (auto, exit layers), checked by the engine when the run starts."""
+                draft: str, drafter: str | None = None, extra: dict | None = None, chat: str | None = None) -> RunConfig:
+    """`extra`: knobs that are not sliders (auto, exit layers), checked by the engine when the run starts;
+    `chat`: the target's chat template around the prompt (auto | on | off)."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty: type some text or pick an example")
     k = {**validate(knob_specs, knobs), **(extra or {})}
     s = validate(SAMPLING_KNOBS, sampling)
     return RunConfig(method, prompt, tuple(k.items()), s["temperature"], s["seed"], s["max_new_tokens"],
-                     target or "embedded", draft or "embedded", drafter or DEFAULT_DRAFTER)
+                     target or "embedded", draft or "embedded", drafter or DEFAULT_DRAFTER, chat or "auto")
 
 
 def advance(run: Run | None, cfg: RunConfig, n: int = 1) -> Run:
@@ -126,7 +127,7 @@ def step(spec: ViewSpec, n: int = 1, **values) -> dict:
     sampling = {name: values.get(name) for name in SAMPLING}
     drafter, draft, extra = spec.config(values)
     cfg = make_config(spec.name, values.get("prompt"), knobs, spec.knobs, sampling, values.get("target"), draft,
-                      drafter, extra or None)
+                      drafter, extra or None, values.get("chat"))
     run = advance(values.get("run"), cfg, n)
     if run.retired:  # Reset was pressed while this step ran: Reset wins
         gr.Info("Reset while a step was running: that step was discarded.")

@@ -12,13 +12,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.compat import CompatReadout, compat_readout
 from core.trace import StepTrace, TraceFormatError
 from core.trace_check import TraceLimits, size
 from ui.config import RunConfig
 from ui.run import Run
 from core.metrics import RunStats, run_stats
 
-CONFIG_KEYS = ("method", "prompt", "temperature", "seed", "max_new_tokens", "target", "draft", "drafter")
+CONFIG_KEYS = ("method", "prompt", "temperature", "seed", "max_new_tokens", "target", "draft", "drafter", "chat")
 HOW = "export a run with “Export trace JSON” and import that file"
 LIMITS = TraceLimits()
 
@@ -73,7 +74,7 @@ def config_from_dict(c: dict) -> RunConfig:
     try:
         return RunConfig(str(c["method"]), str(c.get("prompt", "")), knobs, float(c.get("temperature", 0.0)),
                          int(c.get("seed", 0)), int(c.get("max_new_tokens", 0)), str(c.get("target", "embedded")),
-                         str(c.get("draft", "embedded")), str(c.get("drafter") or "model"))
+                         str(c.get("draft", "embedded")), str(c.get("drafter") or "model"), str(c.get("chat", "auto")))
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise BadTrace(f"not a SpecScope trace: its config is unusable ({exc}); {HOW}") from None
 
@@ -105,6 +106,7 @@ class ImportedRun:
     output_text: str
     stop_reason: str | None
     name: str
+    extras: dict  # the export's descriptive fields (chat_applied, head, compat), checked as small plain data
     live: Run | None = None
     retired: bool = False
     done = True
@@ -122,6 +124,13 @@ class ImportedRun:
     def prompt_text(self) -> str:
         return self.prompt
 
+    def prompt_parts(self) -> list[tuple[str, bool]]:
+        return [(self.prompt, False)]
+
+    def readout(self) -> CompatReadout:
+        """From the steps alone: the file's head description is not read back (nothing on the page needs it)."""
+        return compat_readout(self.traces)
+
     def forget(self) -> None:
         """Nothing to free: an imported trace has no engine session."""
 
@@ -133,7 +142,7 @@ class ImportedRun:
         return {"config": self.config.as_dict(), "prompt_text": self.prompt, "output_text": self.output_text,
                 "output_ids": list(self.output_ids), "stop_reason": self.stop_reason, "step_ms": list(self.step_ms),
                 "steps": [t.to_dict() for t in self.traces],
-                "static_shadows": {str(i): t.to_dict() for i, t in self.shadows.items()}}
+                "static_shadows": {str(i): t.to_dict() for i, t in self.shadows.items()}, **self.extras}
 
 
 def import_trace(path: str | Path | None, method: str, live: Run | None = None,
@@ -160,8 +169,28 @@ def import_trace(path: str | Path | None, method: str, live: Run | None = None,
     output_ids = plain_list(data.get("output_ids"), int, limits.max_steps * (limits.max_nodes + 1), "token ids")
     texts = [data.get(k) if isinstance(data.get(k), str) else "" for k in ("prompt_text", "output_text")]
     stop = data.get("stop_reason") if isinstance(data.get("stop_reason"), str) else None
+    extras = {k: data[k] for k in EXTRAS if k in data and small_plain(data[k])}
     return ImportedRun(cfg, steps, shadows, step_ms, output_ids, texts[0] or cfg.prompt, texts[1], stop,
-                       Path(path).name, live)
+                       Path(path).name, extras, live)
+
+
+EXTRAS = ("chat_applied", "head", "compat")  # re-exported as read; never drawn
+
+
+def small_plain(value, depth: int = 0) -> bool:
+    """JSON of plain values, at most 3 levels deep and 256 entries a level, texts of at most 256 characters."""
+    if value is None or isinstance(value, (bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return len(value) <= 256
+    items = list(value.items()) if isinstance(value, dict) else value if isinstance(value, list) else None
+    if items is None or depth >= 3 or len(items) > 256:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and len(k) <= 64 and small_plain(v, depth + 1) for k, v in items)
+    return all(small_plain(v, depth + 1) for v in items)
 
 
 def read_shadows(items, n_steps: int, limits: TraceLimits) -> dict[int, StepTrace]:

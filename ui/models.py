@@ -28,24 +28,25 @@ DEFAULT_ALLOW = ("Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen3-0.6B", "Q
 @dataclass(frozen=True)
 class Pair:
     """A target with an EAGLE-3 head published for it (ids as their publishers' READMEs and vLLM's own tests
-    name them). Sizes are bf16 weights from the parameter counts, approximate; gated targets need HF_TOKEN."""
+    name them). `target_gb`: the target's bf16 weights from its parameter count, approximate; a one-layer head
+    is well under 1 GB. Gated targets need HF_TOKEN."""
     target: str
     head: str
-    approx_gb: float
+    target_gb: float
     gated: bool = False
 
     def label(self) -> str:
         gated = ", gated: needs HF_TOKEN" if self.gated else ""
-        return f"{self.target} + {self.head} (≈{self.approx_gb:g} GB{gated})"
+        return f"{self.target} + {self.head} (≈{self.target_gb:g} GB + head < 1 GB{gated})"
 
 
 PAIRS = (
-    Pair("Qwen/Qwen3-1.7B", "AngelSlim/Qwen3-1.7B_eagle3", 4.4),
-    Pair("Qwen/Qwen3-4B", "AngelSlim/Qwen3-4B_eagle3", 8.6),
-    Pair("Qwen/Qwen3-8B", "AngelSlim/Qwen3-8B_eagle3", 17.2),
-    Pair("meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 16.9, gated=True),
+    Pair("Qwen/Qwen3-1.7B", "AngelSlim/Qwen3-1.7B_eagle3", 4.1),
+    Pair("Qwen/Qwen3-4B", "AngelSlim/Qwen3-4B_eagle3", 8.0),
+    Pair("Qwen/Qwen3-8B", "AngelSlim/Qwen3-8B_eagle3", 16.4),
+    Pair("meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 16.1, gated=True),
 )
-DEFAULT_MAX_MB = 4000
+DEFAULT_MAX_MB = 5000  # the smallest curated pair's target (Qwen3-1.7B, ≈4.1 GB) fits
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -97,7 +98,17 @@ def offered_pairs(policy: HubPolicy | None = None) -> list[Pair]:
     """The curated pairs this server lets visitors load: Hub on, both ids allowed, under the size cap."""
     p = policy or hub_policy()
     return [pair for pair in PAIRS if p.enabled and p.allows(pair.target) and p.allows(pair.head)
-            and pair.approx_gb * 1000 <= p.max_mb]
+            and pair.target_gb * 1000 <= p.max_mb]
+
+
+def pair_choices() -> list[tuple[str, str]]:
+    """The model menu: the embedded pair, then the curated pairs this server allows, by target id."""
+    return [("embedded: the 12 M model trained here (offline)", EMBEDDED)] + \
+        [(p.label(), p.target) for p in offered_pairs()]
+
+
+def pair_of(target: str) -> Pair | None:
+    return next((p for p in PAIRS if p.target == target), None)
 
 
 def model_box_info() -> str:

@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from core.compat import CompatReadout, PositionTally, readout
 from core.engine import SessionError
 from core.snapshot import Snapshot
 from core.metrics import Baseline, RunStats, run_stats
@@ -52,9 +53,11 @@ class Run:
     prefixes: list[list[int]] = field(default_factory=list)  # committed ids before each step
     shadows: dict[int, StepTrace] = field(default_factory=dict)  # step -> static tree from the same prefix
     base: Baseline | None = None  # AR timed over this run's positions (after each step, off the Step path)
-    prompt: str = ""  # the prompt as the tokenizer reads it back
+    prompt: list[tuple[str, bool]] = field(default_factory=list)  # as the page shows it: (text, from the template?)
     output_text: str = ""
     device: str = ""  # where the engine ran its last step
+    head: dict | None = None  # the EAGLE-3 head's HeadInfo when the drafter reads one
+    tally: PositionTally = field(default_factory=PositionTally)  # acceptance by draft position, so far
     retired: bool = False  # Reset was pressed: a step still running for this run is discarded when it ends
     label = ""  # beside the figure titles: a live run needs none (an imported trace says so)
     note = ""  # above the stats
@@ -83,7 +86,10 @@ class Run:
         return [] if self.snap is None else list(self.snap.ids)
 
     def prompt_text(self) -> str:
-        return self.prompt or self.config.prompt
+        return "".join(text for text, _ in self.prompt) or self.config.prompt
+
+    def prompt_parts(self) -> list[tuple[str, bool]]:
+        return self.prompt or [(self.config.prompt, False)]
 
     def step(self, n: int = 1) -> StepTrace:
         """Up to `n` engine steps (one engine call), each timed around the engine call like the AR
@@ -99,8 +105,14 @@ class Run:
         self.traces += out.traces
         self.step_ms += out.step_ms
         self.prefixes += out.prefixes
-        self.snap, self.prompt, self.output_text, self.device = (out.snapshot, out.prompt_text, out.output_text,
+        self.snap, self.prompt, self.output_text, self.device = (out.snapshot, out.prompt_parts, out.output_text,
                                                                  out.device)
+        self.head = out.head
+        self.tally.merge(out.tally)
+
+    def readout(self) -> CompatReadout:
+        """Does the head fit the target? Acceptance by draft position, the head, its vocabulary's coverage."""
+        return readout(self.tally, self.head)
 
     def to_end(self, check: Callable[[], None] | None = None) -> "Run":
         """Step until the run stops; `check` runs between engine calls (Cancel, and long jobs giving way to
@@ -151,12 +163,15 @@ class Run:
         return {
             "config": self.config.as_dict(),
             "prompt_text": self.prompt_text(),
+            "chat_applied": any(template for _, template in self.prompt),
             "output_text": self.output_text,
             "output_ids": self.output_ids,
             "stop_reason": self.stop_reason,
             "step_ms": list(self.step_ms),
             "steps": [t.to_dict() for t in self.traces],
             "static_shadows": {str(i): t.to_dict() for i, t in self.shadows.items()},
+            "head": self.head,
+            "compat": self.readout().to_dict(),
         }
 
 

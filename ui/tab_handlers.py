@@ -9,7 +9,7 @@ from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, preset_label
 from ui.cost_view import cost_view
-from ui.models import DEFAULT_DRAFTER
+from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.run import Run
 from ui.worker import load_pair
 from ui.jobs import JOBS, Cancelled, Job, ar_ms_per_token
@@ -33,6 +33,14 @@ def compare_knobs(trees: str) -> dict:
 
 
 COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless", "text"]
+
+
+def choose_pair(target: str) -> tuple:
+    """A pair from the model menu fills the target and draft boxes, the eagle3 drafter in every tab and chat
+    auto; the embedded pair puts the embedded models back."""
+    pair = pair_of(target)
+    head = pair.head if pair is not None else EMBEDDED
+    return (target if pair is not None else EMBEDDED, head, "auto", *([DEFAULT_DRAFTER if pair is None else "eagle3"] * 3))
 
 
 @friendly
@@ -73,14 +81,14 @@ def compare_outputs(rows: list) -> tuple:
 
 @friendly
 def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: str = "embedded",
-                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = "paper",
+                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = "paper", chat: str = "auto",
                 request: gr.Request = None):
     """Every method on one prompt (chain γ = 5; static and TALON at the `trees` preset: paper or embedded);
     chain, static and TALON draft with `drafter`. A generator: the estimate first, then the table after each
     run (Cancel keeps it)."""
     knobs = compare_knobs(trees)
     cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
-                      target, draft, drafter)
+                      target, draft, drafter, chat=chat)
     job = Job(f"Compare: {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS, cfg.max_new_tokens,
               ar_ms_per_token(cfg.target, cfg.prompt))
     yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check),
@@ -94,14 +102,14 @@ def sweep_defaults(kind: str) -> tuple:
 
 @friendly
 def run_sweep(kind: str, x_text: str, y_text: str, n_prompts: int, max_new_tokens: int, target: str = "embedded",
-              draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, request: gr.Request = None):
+              draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, chat: str = "auto", request: gr.Request = None):
     """A generator like run_compare: the estimate, then both heatmaps after each cell."""
     n = int(n_prompts)
     if not 1 <= n <= 5:
         raise ValueError("use between 1 and 5 prompts")
     prompts = list(example_prompts()[:n])
     cfg = make_config("ar", prompts[0], {}, [], {"temperature": 0.0, "seed": 0, "max_new_tokens": max_new_tokens},
-                      target, draft, drafter)
+                      target, draft, drafter, chat=chat)
     method, x_name, y_name, xs, ys = grid(kind, x_text, y_text)
     job = Job(f"Tune: {len(xs) * len(ys)} cells and AR before and after, each {n} prompt(s) × up to "
               f"{cfg.max_new_tokens} tokens", parts(x_name, y_name, xs, ys), n * cfg.max_new_tokens,

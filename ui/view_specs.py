@@ -124,7 +124,7 @@ def wire_preset(c: dict) -> None:
 TALON = ViewSpec(
     name="talon", title="TALON",
     panels=(Panel("tree", lambda: plot("talon-tree"), 0), Panel("static", lambda: plot("static-tree"), 0),
-            Panel("budget", lambda: html("talon-budget"), 1), Panel("levels", lambda: scroll("talon-levels"), 2),
+            Panel("budget", lambda: html("talon-budget"), 1), Panel("compat", lambda: html("talon-compat"), 1), Panel("levels", lambda: scroll("talon-levels"), 2),
             Panel("acceptance", lambda: plot("talon-acceptance"), 3)),
     render=tree_panels, knobs=tuple(TALON_KNOBS),
     controls=(
@@ -136,7 +136,7 @@ TALON = ViewSpec(
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
                                                          "the cap) and fit T_shape to the drafter", elem_id="talon-auto")),
     ),
-    api_inputs=("target", "draft", "show_pruned", "drafter", "auto"), config=talon_config,
+    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat"), config=talon_config,
     learn=("Learn: steps, trees, the gate, drafters and hardware",
            learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS),
     extras=("static", "scatter", "stats"), extras_inputs=("show_pruned", "with_static"), before_extras=draw_static,
@@ -159,7 +159,7 @@ SPECBOUND = ViewSpec(
         Control("annealed", lambda: gr.Radio([("annealed", True), ("raw", False)], value=True,
                                              label="confidence shown"), redraws=True),
     ),
-    api_inputs=("target", "annealed", "exit_layers"), config=specbound_config,
+    api_inputs=("target", "annealed", "exit_layers", "chat"), config=specbound_config,
     learn=("Learn: ACT and BSCS", learn.STEP, learn.ACT, learn.BSCS, learn.KEYS),
     extras=("stats",), wire=wire_specbound_preset,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ui.run import Run
 from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
-from viz.html import budget_html, levels_html, message_html, stats_html, text_html
+from viz.html import budget_html, compat_html, levels_html, message_html, stats_html, text_html
 from viz.run_heatmap import run_heatmap
 from core.metrics import acceptance_by_depth
 from viz.outcome_figs import depth_acceptance_bars, oracle_scatter, tau_delta_timeline
@@ -30,7 +30,7 @@ def outcome_panels(run: Run | None, index: int | None) -> dict:
     if shadows:
         series["static (same prefix)"] = shadows
     note = message_html(run.note) if run.note else ""
-    return dict(text=text_html(run.prompt_text(), traces, index), timeline=tau_delta_timeline(traces, index),
+    return dict(text=text_html(run.prompt_parts(), traces, index), timeline=tau_delta_timeline(traces, index),
                 scatter=oracle_scatter(series), stats=note + stats_html(run.stats()))
 
 
@@ -42,9 +42,9 @@ def streamed_texts(run: Run, new_steps: int = 1) -> list[str]:
     n = len(run.traces)
     frames = []
     for i in range(max(0, n - new_steps), n):
-        frames += [text_html(run.prompt_text(), run.traces, i, k) for k in range(1, len(run.traces[i].committed_texts))]
+        frames += [text_html(run.prompt_parts(), run.traces, i, k) for k in range(1, len(run.traces[i].committed_texts))]
         if i < n - 1:
-            frames.append(text_html(run.prompt_text(), run.traces, i))
+            frames.append(text_html(run.prompt_parts(), run.traces, i))
     return frames
 
 
@@ -77,7 +77,8 @@ def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True) ->
                                                   f"N={shadow.tree.N}) · {tau_text(shadow)}", height)
     shown = [] if index is None else run.traces[: index + 1]
     return dict(tree=tree_figure(trace, show_pruned, title, height), static=static, budget=budget_html(trace),
-                levels=levels_html(trace), acceptance=depth_acceptance_bars(acceptance_by_depth(shown)))
+                compat="" if run is None else compat_html(run.readout()), levels=levels_html(trace),
+                acceptance=depth_acceptance_bars(acceptance_by_depth(shown)))
 
 
 def heads_note(trace) -> str:

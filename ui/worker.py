@@ -13,6 +13,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from core.chat import ChatPrompt, prepare_prompt
+from core.compat import PositionTally, drafter_context
 from core.cost_model import CostModel, measure
 from core.engine import Session, SessionError
 from core.snapshot import Snapshot, restore, take_snapshot
@@ -40,17 +42,35 @@ def build(method: str, knobs: dict):
         raise ValueError(f"'{method}' is not available in this build ({exc})") from None
 
 
-def new_session(cfg, prompt: str | list[int] | None = None, method: str | None = None) -> Session:
-    """An engine session for a RunConfig (ui/run.py): its method, models and drafter."""
-    m = build(method or cfg.method, dict(cfg.knobs))
+def new_session(cfg, prefix: list[int] | None = None) -> tuple[Session, list[tuple[str, bool]]]:
+    """An engine session for a RunConfig (ui/run.py): its method, models and drafter, started from the prompt
+    (in the target's chat template when cfg.chat says so) or from `prefix` ids. Also the prompt as the page
+    shows it: (text, added by the template?) parts."""
+    m = build(cfg.method, dict(cfg.knobs))
     target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
-    return Session(target, m, cfg.prompt if prompt is None else prompt, cfg.sampling, cfg.max_new_tokens, draft)
+    tok = target.tokenizer
+    if prefix is not None:
+        return Session(target, m, prefix, cfg.sampling, cfg.max_new_tokens, draft), []
+    cp = prepare_prompt(tok, cfg.prompt, cfg.chat)
+    return Session(target, m, cp.ids, cfg.sampling, cfg.max_new_tokens, draft), prompt_parts(tok, cp)
+
+
+def prompt_parts(tok, cp: ChatPrompt) -> list[tuple[str, bool]]:
+    """The prompt as text, split where the chat template's own tokens (shown with their special tokens) end
+    and the user's begin; one part when no template was applied."""
+    if not cp.chat:
+        return [(tok.decode(cp.ids, skip_special_tokens=True), False)]
+    a, b = cp.prompt_tokens
+    parts = [(tok.decode(cp.ids[:a]), True), (tok.decode(cp.ids[a:b]), False), (tok.decode(cp.ids[b:]), True)]
+    return [p for p in parts if p[0]]
 
 
 @dataclass
 class Live:
-    """One run's engine session on this side, and the lock that keeps two calls from stepping it at once."""
+    """One run's engine session on this side, the prompt as the page shows it, and the lock that keeps two
+    calls from stepping it at once."""
     session: Session
+    prompt_parts: list[tuple[str, bool]]
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -112,10 +132,12 @@ class StepOutcome:
     step_ms: list[float]
     prefixes: list[list[int]]  # committed ids before each of the steps
     snapshot: Snapshot
-    prompt_text: str
+    prompt_parts: list[tuple[str, bool]]  # (text, added by the chat template?)
     output_text: str
     device: str
-    rebuilt: bool  # the session was rebuilt from the snapshot it was given (a cache miss on this side)
+    rebuilt: bool
+    head: dict | None = None  # an EAGLE-3 drafter's HeadInfo (dialect, taps and their rule, draft vocabulary)
+    tally: PositionTally = field(default_factory=PositionTally)  # these steps' acceptance by draft position  # the session was rebuilt from the snapshot it was given (a cache miss on this side)
 
 
 def session_for(cfg, token: str, snap: Snapshot | None) -> tuple[Live, bool]:
@@ -124,10 +146,10 @@ def session_for(cfg, token: str, snap: Snapshot | None) -> tuple[Live, bool]:
     if live is not None and (snap is None and not live.session.traces and not live.session.steps_before
                              or snap is not None and take_snapshot(live.session) == snap):
         return live, False
-    session = new_session(cfg)
+    session, parts = new_session(cfg)
     if snap is not None:
         restore(session, snap)
-    live = Live(session)
+    live = Live(session, parts)
     SESSIONS.put(token, live)
     return live, snap is not None
 
@@ -156,10 +178,11 @@ def run_steps(cfg, token: str, snap: Snapshot | None, n: int = 1) -> StepOutcome
             step_ms.append(timed_step(s))
             traces.append(s.traces[-1])
         SESSIONS.touch(token)
-        tok = s.target.tokenizer
-        return StepOutcome(traces, step_ms, prefixes, take_snapshot(s),
-                           tok.decode(s.prompt_ids, skip_special_tokens=True), tok.decode(s.output_ids),
-                           str(s.target.device), rebuilt)
+        head, vocab = drafter_context(s.drafter)
+        tally = PositionTally()
+        tally.add(traces, vocab)
+        return StepOutcome(traces, step_ms, prefixes, take_snapshot(s), live.prompt_parts,
+                           s.target.tokenizer.decode(s.output_ids), str(s.target.device), rebuilt, head, tally)
     finally:
         live.lock.release()
 
@@ -168,7 +191,7 @@ def run_steps(cfg, token: str, snap: Snapshot | None, n: int = 1) -> StepOutcome
 def static_step(cfg, prefix: list[int]) -> StepTrace:
     """One static-tree step drafted and verified from `prefix` in a throwaway session (the run's own text is
     untouched): the TALON view's side-by-side."""
-    return new_session(cfg, prompt=prefix).step()
+    return new_session(cfg, prefix)[0].step()
 
 
 @gpu(duration=20)

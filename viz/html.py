@@ -2,6 +2,7 @@
 and the per-depth gate table. Every interpolated value, text or number, goes through viz/escape.py."""
 from __future__ import annotations
 
+from core.compat import CompatReadout
 from core.trace import StepTrace
 from viz.exits_fig import why_stopped
 from viz.escape import esc, num
@@ -14,12 +15,16 @@ def token_origins(trace: StepTrace) -> list[str]:
     return ["draft" if i < len(trace.accepted_path) else "bonus" for i in range(len(trace.committed_ids))]
 
 
-def text_html(prompt: str, traces: list[StepTrace], upto: int | None = None, reveal: int | None = None) -> str:
-    """The prompt in grey, then each step's tokens on a background hue that changes per step; accepted
-    drafted tokens are plain, bonus tokens are underlined in the bonus colour. `reveal`: show only the
-    first `reveal` tokens of the last shown step (Play streams a step's tokens one at a time)."""
+def text_html(prompt: str | list[tuple[str, bool]], traces: list[StepTrace], upto: int | None = None,
+              reveal: int | None = None) -> str:
+    """The prompt in grey (what a chat template added, fainter and in italics), then each step's tokens on a
+    background hue that changes per step; accepted drafted tokens are plain, bonus tokens are underlined in
+    the bonus colour. `reveal`: show only the first `reveal` tokens of the last shown step (Play streams a
+    step's tokens one at a time)."""
     shown = traces if upto is None else traces[: upto + 1]
-    parts = [f'<span class="ss-prompt">{esc(prompt)}</span>']
+    prompt_parts = [(prompt, False)] if isinstance(prompt, str) else prompt
+    parts = [f'<span class="ss-prompt ss-template" title="added by the chat template">{esc(text)}</span>'
+             if template else f'<span class="ss-prompt">{esc(text)}</span>' for text, template in prompt_parts]
     for i, t in enumerate(shown):
         pairs = list(zip(t.committed_texts, token_origins(t)))
         if reveal is not None and i == len(shown) - 1:
@@ -131,3 +136,22 @@ def levels_html(trace: StepTrace | None) -> str:
 
 def message_html(text: str) -> str:
     return f'<div class="ss-note">{esc(text)}</div>'
+
+
+def compat_html(r: CompatReadout) -> str:
+    """Does the head fit the target? The head (layout, taps and the rule that chose them), acceptance at the
+    first draft positions, the draft vocabulary's coverage of the text, and a warning when position-0
+    acceptance is implausibly low for a head (what vLLM and SGLang users check by hand)."""
+    if not r.steps:
+        return ""
+    accs = " · ".join(f"d={d}: {num(a, '.0%')} of {n}" for d, (a, n) in enumerate(zip(r.acceptance, r.reached)))
+    parts = [f"acceptance by draft position (of the steps whose tree reached it): {accs}"]
+    if r.head:
+        h = r.head
+        taps = ",".join(map(str, h.get("taps") or [])) or "?"
+        parts.insert(0, f"head: {esc(h.get('dialect'))} layout, taps {esc(taps)} ({esc(h.get('tap_rule'))}), "
+                        f"draft vocabulary {num(h.get('draft_vocab'), 'd')} of {num(h.get('vocab'), 'd')}")
+    if r.coverage is not None:
+        parts.append(f"the draft vocabulary holds {num(r.coverage, '.0%')} of the committed text")
+    warn = f'<div class="ss-warn" role="alert">⚠ {esc(r.warning)}</div>' if r.warning else ""
+    return f'<div class="ss-note ss-compat">{"<br>".join(parts)}</div>{warn}'

@@ -89,13 +89,14 @@ def depth_acceptance_bars(rows: list[DepthAcceptance], height: int = 260) -> go.
         fig.update_xaxes(visible=False)
         fig.update_yaxes(visible=False)
         return fig
-    xs = [r.depth + 1 for r in rows]
-    hover = [f"depth {r.depth + 1}: {r.accepted} of {r.steps} steps got through" for r in rows]
-    fig.add_trace(go.Bar(x=xs, y=[r.rate for r in rows], name="accepted (share of steps)",
+    xs = [r.depth for r in rows]  # d = 0 is the first drafted token, as in the tree
+    hover = [f"d = {r.depth}: {r.accepted} of the {r.steps} steps whose tree reached this depth got through"
+             for r in rows]
+    fig.add_trace(go.Bar(x=xs, y=[r.rate for r in rows], name="accepted (of the steps that reached d)",
                          marker_color=STATUS_COLORS["accepted"], hovertext=hover, hoverinfo="text+y"))
     fig.add_trace(go.Bar(x=xs, y=[r.predicted for r in rows], name="Σp(u) at this depth (drafter's estimate)",
                          marker_color="#bdbdbd"))
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title="depth", dtick=1)
+    fig.update_xaxes(title="draft depth d", dtick=1)
     fig.update_yaxes(title="per step", rangemode="tozero")
     return fig
