@@ -240,6 +240,17 @@ def test_tune_sweep_heatmaps():
         list(run_sweep("TALON: μ × N", ",".join(["0.1"] * 6), ",".join(["8"] * 6), 1, 8))
 
 
+def test_tune_takes_its_best_static_tree_and_chain_to_a_server():
+    from html import unescape
+    *_, (mat, _, status) = list(run_sweep("Static tree (SGLang's): D × K", "1, 3", "2", 1, 8))
+    assert len(mat.data[0].z[0]) == 2 and "--speculative-num-steps" in status and "--speculative-eagle-topk 2" in status
+    assert "N + 1" in unescape(status)  # the conventions come with the flags
+    *_, (mat, _, status) = list(run_sweep("Chain (vLLM's): γ", "1, 3", "", 1, 8))
+    assert len(mat.data[0].z) == 1 and '"num_speculative_tokens"' in unescape(status)
+    *_, (_, _, status) = list(run_sweep("TALON: μ × N", "0.05", "8", 1, 8))
+    assert "speculative" not in status  # TALON has no serving-engine equivalent to print
+
+
 def test_tune_cancel_keeps_the_cells_that_finished():
     me = gr.Request(session_hash="tuner")
     running = run_sweep("TALON: μ × N", "0.05, 0.2", "8", 1, 8, request=me)

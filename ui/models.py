@@ -224,11 +224,15 @@ def drafter_for(target_name: str, draft_name: str, drafter: str) -> tuple[Causal
 
 
 def preload() -> None:
-    """Load the embedded pair, its EAGLE-3 head and its exit heads now. On a ZeroGPU Space (and under its
-    emulation) every engine call runs in a fresh worker: weights loaded at import are there already (Spaces
-    packs them for the GPU); anything loaded inside a call is loaded again by the next one."""
+    """Load the embedded pair, its EAGLE-3 head and its exit heads now, and the Hub targets (with their curated
+    heads) named in SPECSCOPE_PRELOAD. On a ZeroGPU Space (and under its emulation) every engine call runs in a
+    fresh worker: weights loaded at import are there already (Spaces packs them for the GPU); anything loaded
+    inside a call is loaded again by the next one."""
     from core.exit_heads import heads_for
     target, _ = get_models(EMBEDDED, EMBEDDED, needs_draft=True, drafter="model")
     heads_for(target)
     if DEFAULT_DRAFTER != "model":
         new_drafter(DEFAULT_DRAFTER, target)
+    for name in [x.strip() for x in os.environ.get("SPECSCOPE_PRELOAD", "").split(",") if x.strip()]:
+        pair = pair_of(name)  # an operator's curated pair (its target and head), loaded with the rest
+        get_models(name, pair.head if pair else EMBEDDED, needs_draft=pair is not None, drafter="eagle3")

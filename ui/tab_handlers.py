@@ -13,8 +13,9 @@ from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.run import Run
 from ui.worker import load_pair
 from ui.jobs import JOBS, Cancelled, Job, ar_ms_per_token
-from ui.tune import SWEEPS, grid, parts, sweep, symbol
+from ui.tune import SWEEPS, grid, parts, server_settings, sweep, symbol
 from viz.cost_fig import cost_curve_figure
+from viz.escape import esc
 from viz.outcome_figs import compare_bars, sweep_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
@@ -55,21 +56,21 @@ def session_key(request: gr.Request | None, tab: str) -> str | None:
     return f"{hash_}:{tab}" if hash_ else None
 
 
-def long_run(job: Job, key: str | None, parts, show, n: int):
+def long_run(job: Job, key: str | None, parts, show, n: int, footer=None):
     """Drive a Compare or Tune generator: yield its `n` outputs (`show(partial result)`) and a status line,
     the estimate first, then after each part with the time left; on Cancel, the parts that finished and a
-    line saying so."""
+    line saying so. `footer(last result)`: HTML under the final status line (Tune's server settings)."""
     JOBS.start(key, job)
-    shown = (gr.skip(),) * n
+    shown, last = (gr.skip(),) * n, None
     yield shown + (job.status(),)
     try:
         for partial in parts(job.check):
             job.done += 1
-            shown = show(partial)
+            shown, last = show(partial), partial
             yield shown + (job.status(),)
-        yield shown + (job.ended(cancelled=False),)
+        yield shown + (job.ended(cancelled=False) + (footer(last) if footer and last is not None else ""),)
     except Cancelled:
-        yield shown + (job.ended(cancelled=True),)
+        yield shown + (job.ended(cancelled=True) + (footer(last) if footer and last is not None else ""),)
     finally:
         JOBS.finish(key, job)
 
@@ -97,7 +98,9 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
 
 def sweep_defaults(kind: str) -> tuple:
     _, x_name, y_name, xs, ys = SWEEPS[kind]
-    return gr.Textbox(value=xs, label=f"{symbol(x_name)} values"), gr.Textbox(value=ys, label=f"{symbol(y_name)} values")
+    y_box = (gr.Textbox(value=ys, label=f"{symbol(y_name)} values", interactive=True) if y_name else
+             gr.Textbox(value="", label="(one knob: no second axis)", interactive=False))
+    return gr.Textbox(value=xs, label=f"{symbol(x_name)} values"), y_box
 
 
 @friendly
@@ -122,9 +125,13 @@ def run_sweep(kind: str, x_text: str, y_text: str, n_prompts: int, max_new_token
         return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", x, y),
                 sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", x, y))
 
+    def flags(res) -> str:
+        lines = server_settings(res, DEFAULT_KNOBS, cfg.drafter, cfg.draft)
+        return f'<pre class="ss-flags">{esc(chr(10).join(lines))}</pre>' if lines else ""
+
     yield from long_run(job, session_key(request, "tune"),
                         lambda check: sweep(kind, x_text, y_text, prompts, cfg, DEFAULT_KNOBS, check),
-                        heatmaps, 2)
+                        heatmaps, 2, footer=flags)
 
 
 def cancel(request: gr.Request | None, tab: str) -> str:

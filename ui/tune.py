@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
+from core import knobs as core_knobs, server_flags
 from core.metrics import Baseline, pooled_speedup
 from ui.baseline import full_ar_pass, merged
 from ui.config import RunConfig
-from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
+from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, slider, validate
 from ui.run import Run
 
 MAX_CELLS = 25
@@ -19,7 +20,10 @@ SWEEPS = {
     "SpecBound: α × τ_exit": ("specbound", "alpha", "tau_exit", "0, 0.25, 0.5, 1", "0.05, 0.1, 0.2"),
     "SpecBound: d_max × w_max": ("specbound", "d_max", "w_max", "2, 4, 6, 8", "2, 4, 8"),
     "SpecBound: V_exit × ℓ_min (ours)": ("specbound", "exit_vocab", "min_exit_layer", "0, 1024, 4096", "1, 2, 3"),
+    "Static tree (SGLang's): D × K": ("static", "depth", "K", "2, 4, 6, 8", "2, 4, 10"),
+    "Chain (vLLM's): γ": ("chain", "gamma", None, "1, 2, 3, 4, 6, 8", ""),
 }
+EXTRA_KNOBS = [slider(core_knobs.DEPTH), slider(core_knobs.GAMMA)]  # swept, not on a stepping view
 
 
 @dataclass
@@ -34,12 +38,12 @@ class SweepResult:
 
 
 def knob_spec(name: str) -> Knob:
-    return next(k for k in TALON_KNOBS + SPECBOUND_KNOBS if k.name == name)
+    return next(k for k in TALON_KNOBS + SPECBOUND_KNOBS + EXTRA_KNOBS if k.name == name)
 
 
-def symbol(name: str) -> str:
-    """The knob's paper symbol (μ, N, α, τ_exit, d_max, w_max) for labels and axes."""
-    return knob_spec(name).label.split(" ")[0]
+def symbol(name: str | None) -> str:
+    """The knob's paper symbol (μ, N, α, τ_exit, d_max, w_max) for labels and axes ('' for a 1-D sweep's y)."""
+    return knob_spec(name).label.split(" ")[0] if name else ""
 
 
 def parse_values(text: str, name: str) -> list[float]:
@@ -79,12 +83,42 @@ def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig,
     return cell
 
 
+def cell_knobs(fixed: dict, x_name: str, x: float, y_name: str | None, y: float | None) -> dict:
+    return {**fixed, x_name: x, **({y_name: y} if y_name else {})}
+
+
+def best_cell(res: SweepResult) -> tuple[float, float | None] | None:
+    """(x, y) of the fastest cell that finished, or None."""
+    done = [(v, j, i) for i, row in enumerate(res.speedup) for j, v in enumerate(row) if v is not None]
+    if not done:
+        return None
+    _, j, i = max(done)
+    return res.xs[j], res.ys[i]
+
+
+def server_settings(res: SweepResult, fixed: dict, drafter: str, draft: str) -> list[str]:
+    """The fastest static tree as SGLang's flags, the fastest chain as vLLM's (core/server_flags.py): settings
+    to take to a server; empty for other sweeps or before a cell finished."""
+    best = best_cell(res) if res.method in ("static", "chain") else None
+    if best is None:
+        return []
+    k = core_knobs.resolve(res.method, cell_knobs(fixed, res.x_name, best[0], res.y_name, best[1]))
+    name = draft if draft not in ("", "embedded") else server_flags.PLACEHOLDERS.get(drafter, "DRAFT_ID")
+    label = f"Tune's fastest cell, {res.method}"
+    try:
+        lines = (server_flags.static_lines(label, k["N"], k["K"], k["depth"], drafter, name) if res.method == "static"
+                 else server_flags.chain_lines(label, k["gamma"], drafter, name))
+    except ValueError as exc:  # the lookup drafter: no engine runs it
+        return [str(exc)]
+    return [*lines, server_flags.CONVENTIONS]
+
+
 def grid(kind: str, x_text: str, y_text: str) -> tuple[str, str, str, list[float], list[float]]:
     """The sweep's method, knob names and checked values (at most MAX_CELLS cells)."""
     if kind not in SWEEPS:
         raise ValueError(f"unknown sweep '{kind}'")
     method, x_name, y_name, _, _ = SWEEPS[kind]
-    xs, ys = parse_values(x_text, x_name), parse_values(y_text, y_name)
+    xs, ys = parse_values(x_text, x_name), parse_values(y_text, y_name) if y_name else [None]
     if len(xs) * len(ys) > MAX_CELLS:
         raise ValueError(f"{len(xs)}×{len(ys)} cells is too many for a shared CPU; keep it to {MAX_CELLS}")
     return method, x_name, y_name, xs, ys
@@ -92,7 +126,7 @@ def grid(kind: str, x_text: str, y_text: str) -> tuple[str, str, str, list[float
 
 def parts(x_name: str, y_name: str, xs: list[float], ys: list[float]) -> list[str]:
     """What sweep() runs, in order, for the progress line."""
-    cells = [f"{symbol(x_name)} = {x:g}, {symbol(y_name)} = {y:g}" for y in ys for x in xs]
+    cells = [f"{symbol(x_name)} = {x:g}" + (f", {symbol(y_name)} = {y:g}" if y_name else "") for y in ys for x in xs]
     return ["plain AR (before the grid)", *cells, "plain AR (after the grid)"]
 
 
@@ -116,6 +150,6 @@ def sweep(kind: str, x_text: str, y_text: str, prompts: list[str], cfg: RunConfi
     yield result(before)
     for i, y in enumerate(ys):
         for j, x in enumerate(xs):
-            cells[i][j] = measure(method, {**fixed, x_name: x, y_name: y}, prompts, cfg, check)
+            cells[i][j] = measure(method, cell_knobs(fixed, x_name, x, y_name, y), prompts, cfg, check)
             yield result(before)
     yield result([merged(a, b) for a, b in zip(before, ar_passes())])

@@ -72,7 +72,7 @@ def sweep_heatmap(xs: list, ys: list, z: list[list[float | None]], title: str, x
     """z[i][j] is the value at (ys[i], xs[j]); each cell is labelled with its value."""
     fig = _base(height, title)
     text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
-    fig.add_trace(go.Heatmap(z=z, x=[str(x) for x in xs], y=[str(y) for y in ys], text=text,
+    fig.add_trace(go.Heatmap(z=z, x=[str(x) for x in xs], y=["" if y is None else str(y) for y in ys], text=text,
                              texttemplate="%{text}", colorscale="Viridis", hoverinfo="z"))
     fig.update_xaxes(title=xlabel, type="category")
     fig.update_yaxes(title=ylabel, type="category")
