@@ -20,3 +20,15 @@ def sb_step(run, prompt=PROMPT, **kw) -> dict:
 
 def n_nodes(fig):
     return sum(len(t.x) for t in fig.data if t.meta in ("accepted", "rejected", "unreached"))
+
+
+def api_args(view: str, prompt: str = PROMPT, **values) -> list:
+    """A stepping view's API inputs in order (its spec's step_inputs after the state), from the declared
+    defaults overridden by `values`: API tests need not track where a new knob was inserted."""
+    from ui.knobs import SAMPLING_KNOBS
+    from ui.models import DEFAULT_DRAFTER
+    spec = VIEWS[view]
+    defaults = {k.name: k.default for k in (*spec.knobs, *SAMPLING_KNOBS)}
+    defaults.update(target="embedded", draft="embedded", show_pruned=True, drafter=DEFAULT_DRAFTER, auto=False,
+                    chat="auto", annealed=True, exit_layers="", prompt=prompt, **values)
+    return [defaults[name] for name in spec.step_inputs[1:]]

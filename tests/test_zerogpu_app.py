@@ -11,10 +11,10 @@ from gradio_client import Client
 from ui.examples import example_prompts
 from ui.server import launched_app
 
+from tests.handler_helpers import api_args
+
 pytestmark = pytest.mark.slow  # starts the app in a subprocess
 
-TALON = (16, 4, 0.05, 1, 1.0, 0.0, 0, 12, "embedded", "embedded", True)  # N K μ k T_shape T seed max_new ...
-SPECBOUND = (0.5, 0.1, 4, 8, 0.0, 0, 12, "embedded", True, "")  # α τ_exit d_max w_max T seed max_new ...
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +26,14 @@ def app_url():
 def test_two_steps_continue_the_same_text_and_specbound_steps(app_url):
     client = Client(app_url, verbose=False)
     prompt = example_prompts()[0]
-    first = client.predict(prompt, *TALON, api_name="/talon_step")[-1]
-    second = client.predict(prompt, *TALON, api_name="/talon_step")[-1]
+    talon = api_args("talon", prompt, N=16, K=4, mu=0.05, max_new_tokens=12)
+    first = client.predict(*talon, api_name="/talon_step")[-1]
+    second = client.predict(*talon, api_name="/talon_step")[-1]
     assert (first["index"], second["index"]) == (0, 1)
     assert second["context_len"] == first["context_len"] + first["tau"]  # the run went on from its own text
     _, data = client.predict(api_name="/export_talon")
     assert [s["committed_ids"] for s in data["steps"]] == [first["committed_ids"], second["committed_ids"]]
-    sb = client.predict(prompt, *SPECBOUND, api_name="/specbound_step")[-1]
+    sb = client.predict(*api_args("specbound", prompt, max_new_tokens=12), api_name="/specbound_step")[-1]
     assert sb["method"] == "specbound" and sb["tau"] >= 1
 
 
