@@ -48,10 +48,11 @@ def run_state() -> gr.State:
 
 
 def knob_input(k: Knob):
+    """A declared knob's control: its page range, label and tooltip (core/knobs.py)."""
     if k.name == "seed":
-        return gr.Number(value=k.default, precision=0, minimum=k.minimum, maximum=k.maximum, label=k.label, info=k.info,
-                         elem_classes="ss-knob")
-    return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.label, info=k.info,
+        return gr.Number(value=k.default, precision=0, minimum=k.page_min, maximum=k.page_max, label=k.page_text,
+                         info=k.info, elem_classes="ss-knob")
+    return gr.Slider(k.page_min, k.page_max, value=k.default, step=k.step, label=k.page_text, info=k.info,
                      elem_classes="ss-knob", min_width=200)
 
 
@@ -309,7 +310,7 @@ def build_demo() -> gr.Blocks:
             c = views[spec.name]
             demo.load(**named(lambda spec=spec, **v: h.load(spec, **v), spec.options, spec.outputs[1:], c),
                       api_visibility="private", show_progress="hidden", concurrency_limit=None)
-        fields = [views[name][n] for name in ("talon", "specbound") for n in FIELDS[name]]
+        fields = [views[name][n] for name in VIEWS for n in FIELDS[name]]
         demo.load(apply_link, None, [tabs, link_msg, *fields], api_visibility="private",
                   show_progress="hidden", concurrency_limit=None)  # a shared link fills the knobs
         def closed(request: gr.Request) -> None:

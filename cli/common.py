@@ -7,8 +7,7 @@ from typing import Callable
 
 from core.chat import CHAT_MODES
 from core.device import pick_device
-from core.drafter_loading import DEFAULT_DRAFTER, DrafterFactory
-from core.drafters import DRAFTERS
+from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory
 from core.loading import DEFAULT_TARGET
 from core import knobs
 from core.knobs import Knob

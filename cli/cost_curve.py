@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from cli.common import OneLineParser, device_arg, fail, run_main
 from core.cost_model import CONTEXT, measure
-from core.drafter_loading import DEFAULT_DRAFTER, HeadLoadError, drafter_factory
-from core.drafters import DRAFTERS
+from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, HeadLoadError, drafter_factory
 from core.loading import DEFAULT_TARGET, ModelLoadError, load_model
 
 

@@ -7,17 +7,18 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from core.drafters import DRAFTERS, Drafter, LookupDrafter, ModelDrafter
+from core.drafters import Drafter, LookupDrafter, ModelDrafter
 from core.eagle3_io import DEFAULT_HEAD, HeadLoadError, head_for
 from core.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
 from core.model import CausalLM
 
 DrafterFactory = Callable[[], Drafter]
 # the best drafter measured for the embedded target (README's drafter table); the draft LM where no head ships
-DEFAULT_DRAFTER = "eagle3" if (DEFAULT_HEAD / "config.json").exists() else "model"
+DEFAULT_DRAFTER = "eagle3" if (DEFAULT_HEAD / "config.json").exists() else "model"  # = offered_drafters()[0]
 
 
 def head_folder(name: str) -> Path:
@@ -36,18 +37,51 @@ def head_folder(name: str) -> Path:
         raise HeadLoadError(denied or f"cannot fetch the head '{name}' from {where}: {type(exc).__name__}") from None
 
 
+def _model(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
+    lm = load_model(weights or DEFAULT_DRAFT, device)
+    return lambda: ModelDrafter(lm)
+
+
+def _eagle3(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
+    from core.eagle3_drafter import EagleDrafter
+    head = head_for(target, head_folder(weights) if weights else DEFAULT_HEAD)
+    return lambda: EagleDrafter(head, target)
+
+
+def _lookup(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
+    return lambda: LookupDrafter(target.vocab_size)
+
+
+@dataclass(frozen=True)
+class DrafterSpec:
+    """A drafter, declared once: its name (CLI `--drafter`, share links, traces), the page's label, how to build
+    a factory of fresh drafters for a target (weights: a folder or Hub id, None for the default), and whether
+    this build can offer it (the EAGLE-3 head only when it ships)."""
+    name: str
+    label: str
+    build: Callable[[CausalLM, str | None, str], DrafterFactory]
+    available: Callable[[], bool] = lambda: True
+
+
+REGISTRY: dict[str, DrafterSpec] = {spec.name: spec for spec in (
+    DrafterSpec("eagle3", "eagle3 (head on the target's features)", _eagle3,
+                lambda: (DEFAULT_HEAD / "config.json").exists()),
+    DrafterSpec("model", "model (1-layer draft LM)", _model),
+    DrafterSpec("lookup", "lookup (n-gram in the text)", _lookup),
+)}
+DRAFTERS = tuple(REGISTRY)
+
+
+def offered_drafters() -> list[str]:
+    """The drafters this build can offer, in declaration order (the page's radio, the share link's check)."""
+    return [name for name, spec in REGISTRY.items() if spec.available()]
+
+
 def drafter_factory(name: str, target: CausalLM, draft: str | None = None, device: str = "auto") -> DrafterFactory:
     """Raises ValueError (unknown name), ModelLoadError or HeadLoadError with a one-line message."""
-    if name == "model":
-        lm = load_model(draft or DEFAULT_DRAFT, device)
-        return lambda: ModelDrafter(lm)
-    if name == "eagle3":
-        from core.eagle3_drafter import EagleDrafter
-        head = head_for(target, head_folder(draft) if draft else DEFAULT_HEAD)
-        return lambda: EagleDrafter(head, target)
-    if name == "lookup":
-        return lambda: LookupDrafter(target.vocab_size)
-    raise ValueError(f"unknown drafter '{name}' (choose from {', '.join(DRAFTERS)})")
+    if name not in REGISTRY:
+        raise ValueError(f"unknown drafter '{name}' (choose from {', '.join(REGISTRY)})")
+    return REGISTRY[name].build(target, draft, device)
 
 
-__all__ = ["DEFAULT_DRAFTER", "DrafterFactory", "drafter_factory", "HeadLoadError", "ModelLoadError"]
+__all__ = ["DEFAULT_DRAFTER", "DRAFTERS", "DrafterFactory", "drafter_factory", "HeadLoadError", "ModelLoadError"]

@@ -157,5 +157,3 @@ class LookupDrafter:
     def fresh(self) -> "LookupDrafter":
         return LookupDrafter(self.vocab_size, self.max_ngram, self.name)
 
-
-DRAFTERS = ("model", "eagle3", "lookup")  # built by core/drafter_loading.py

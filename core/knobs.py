@@ -12,11 +12,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Knob:
+    """One knob, everything about it in one place: what the engine accepts, what the page offers, the
+    share link's name. The CLI's flags, the page's sliders and their checks, the link and the presets all
+    read this."""
     name: str  # keyword for the method builder; the CLI flag is --name with '-' for '_'
     label: str  # the paper's symbol first, then a few words: "N (node budget)"
     kind: type  # int, float or str
     default: Any
-    help: str  # one line: CLI help and the app's tooltip
+    help: str  # one line: CLI help, and the page's tooltip unless page_help says otherwise
     minimum: float | None = None
     maximum: float | None = None
     open_low: bool = False  # the minimum itself is excluded (μ > 0)
@@ -24,6 +27,10 @@ class Knob:
     ui_min: float | None = None  # the app's slider range when the engine allows more than a page should offer
     ui_max: float | None = None
     on_cli: bool = True  # `auto` is a preset, not a flag
+    link: str | None = None  # the share link's parameter (the paper's symbol where it is short); None: not linked
+    page_label: str | None = None  # the slider's label where it says more than `label`
+    page_help: str | None = None  # the slider's tooltip where it says more than `help`
+    slider: bool = True  # a slider on its method's view (auto and the exit-layer list are controls of their own)
 
     @property
     def symbol(self) -> str:
@@ -33,73 +40,114 @@ class Knob:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def integer(self) -> bool:
+        return self.kind is int
+
+    @property
+    def page_min(self) -> float | None:
+        return self.ui_min if self.ui_min is not None else self.minimum
+
+    @property
+    def page_max(self) -> float | None:
+        return self.ui_max if self.ui_max is not None else self.maximum
+
+    @property
+    def page_text(self) -> str:
+        return self.page_label or self.label
+
+    @property
+    def info(self) -> str:
+        """The page's tooltip: a sentence."""
+        return self.page_help or self.help[0].upper() + self.help[1:] + "."
+
     def range_text(self) -> str:
         lo = "-∞" if self.minimum is None else f"{self.minimum:g}"
         hi = "∞" if self.maximum is None else f"{self.maximum:g}"
         return f"{'(' if self.open_low else '['}{lo}, {hi}{')' if self.maximum is None else ']'}"
 
-    def check(self, value: Any) -> Any:
-        """The value as this knob's type, or a ValueError naming the knob and its range."""
+    def check(self, value: Any, page: bool = False) -> Any:
+        """The value as this knob's type, or a ValueError naming the knob and its range. page=True holds it to
+        the range the page offers (a visitor's input, the API) rather than the engine's."""
         if self.kind is str:
             return None if value is None else str(value)
+        if page and value is None:
+            raise ValueError(f"{self.page_text} is missing")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             try:
                 value = float(value)
             except (TypeError, ValueError):
-                raise ValueError(f"{self.label} must be a number (got {value!r})") from None
+                raise ValueError(f"{self.page_text if page else self.label} must be a number (got {value!r})") from None
         if not math.isfinite(value):
             raise ValueError(f"{self.label} must be a finite number in {self.range_text()} (got {value})")
         if self.kind is int and value != int(value):
             raise ValueError(f"{self.label} must be a whole number (got {value:g})")
-        low_ok = self.minimum is None or (value > self.minimum if self.open_low else value >= self.minimum)
-        if not low_ok or (self.maximum is not None and value > self.maximum):
-            raise ValueError(f"{self.label} must be in {self.range_text()} (got {value:g})")
+        lo, hi = (self.page_min, self.page_max) if page else (self.minimum, self.maximum)
+        low_ok = lo is None or (value > lo if self.open_low and lo == self.minimum else value >= lo)
+        if not low_ok or (hi is not None and value > hi):
+            where = f"between {lo:g} and {hi:g}" if page and hi is not None else f"in {self.range_text()}"
+            raise ValueError(f"{self.page_text if page else self.label} must be {where} (got {value:g})")
         return self.kind(value)
 
 
 MAX_N = 1024  # node budgets beyond this build (N, N) masks for no gain on any model we run
 
-N = Knob("N", "N (node budget)", int, 60, "drafted nodes per step, the root not counted", 1, MAX_N, ui_max=128)
-K = Knob("K", "K (width)", int, 10, "Top-K children (TALON: at the root and the first k levels)", 1, MAX_N, ui_max=20)
+N = Knob("N", "N (node budget)", int, 60, "drafted nodes per step, the root not counted", 1, MAX_N, ui_max=128,
+         link="N", page_help="Drafted nodes per step, root not counted; the same budget is given to the static tree.")
+K = Knob("K", "K (width)", int, 10, "Top-K children (TALON: at the root and the first k levels)", 1, MAX_N, ui_max=20,
+         link="K", page_label="K (root width)",
+         page_help="Top-K children kept at the first k levels, however confident the draft is.")
 MU = Knob("mu", "μ (gate ratio)", float, 0.03, "TALON gate: keep a candidate when p(u) ≥ μ·m_d", 0, 1, open_low=True,
-          step=0.001, ui_min=0.001)
+          step=0.001, ui_min=0.001, link="mu", page_label="μ (gate)",
+          page_help="Keep a candidate when p(u) ≥ μ·m_d; larger μ gives deeper, narrower trees.")
 K_INIT = Knob("k_init", "k (Top-K levels)", int, 1, "TALON: leading levels forced to Top-K before the gate", 0, 64,
-              ui_max=4)
-DEPTH = Knob("depth", "D (depth)", int, 8, "static tree: depth D (δ = D + 1)", 0, MAX_N)
-GAMMA = Knob("gamma", "γ (chain length)", int, 5, "chain: drafted tokens per step", 1, MAX_N)
+              ui_max=4, link="k",
+              page_help="Leading levels forced to Top-K before the gate takes over (k = 0: pure gating).")
+DEPTH = Knob("depth", "D (depth)", int, 8, "static tree: depth D (δ = D + 1)", 0, MAX_N, ui_max=16, link="D")
+GAMMA = Knob("gamma", "γ (chain length)", int, 5, "chain: drafted tokens per step", 1, MAX_N, ui_max=32, link="gamma")
 SHAPE_T = Knob("shape_temperature", "T_shape (shaping temperature)", float, 1.0,
                "trees see softmax(z / T_shape) of the drafter's logits (ours, not the papers'; verification is "
-               "untouched, so still lossless)", 0, 100, open_low=True, step=0.05, ui_min=0.1, ui_max=2.0)
+               "untouched, so still lossless)", 0, 100, open_low=True, step=0.05, ui_min=0.1, ui_max=2.0, link="T",
+               page_label="T_shape (sharpen q)", page_help="The trees see softmax(z / T_shape) of the drafter's "
+               "logits: below 1 sharpens a flat q so the gate goes deeper. Ours, not the paper's; verification is "
+               "untouched.")
 AUTO = Knob("auto", "auto", int, 0, "choose N per step from the measured cost curve (core/auto_budget.py)", 0, 1,
-            on_cli=False)
+            on_cli=False, slider=False)
 
 OURS = "ours, not the paper's"
 ALPHA = Knob("alpha", "α (annealing)", float, 0.5, "ACT: T_ℓ = 1 + α(1 − ℓ/L); α = 0 turns annealing off (the paper "
-             "gives no value: ours)", 0, None, step=0.05, ui_max=4.0)
+             "gives no value: ours)", 0, None, step=0.05, ui_max=4.0, link="alpha",
+             page_help="T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns ACT off. "
+             "The paper gives no value: 0.5 is ours.")
 TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.1,
                 "a drafted token exits at the first checked layer whose annealed confidence reaches τ_exit", 0, 1,
-                step=0.01, ui_min=0.05)
+                step=0.01, ui_min=0.05, link="tau")
 D_MAX = Knob("d_max", "d_max (depth bound)", int, 4, "a token that reaches d_max layers without exiting ends the "
              "block (a check always happens at d_max); above L means L, where a token always exits (" + OURS + ")",
-             1, None, ui_max=64)
+             1, None, ui_max=64, link="dmax", page_help="A token that reaches d_max layers without exiting ends the "
+             f"block: a check always happens at d_max. Above L it is L, where a token always exits ({OURS}).")
 W_MAX = Knob("w_max", "w_max (width bound)", int, 8, "at most w_max tokens drafted before verification (0: unbounded)",
-             0, None, ui_min=1, ui_max=32)
+             0, None, ui_min=1, ui_max=32, link="wmax",
+             page_help="At most w_max tokens are drafted before the target verifies them.")
 MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 1, "no exit check below this layer (" + OURS
-                + "; the paper checks from the first layer)", 1, None, ui_max=64)
+                + "; the paper checks from the first layer)", 1, None, ui_max=64, link="lmin",
+                page_help=f"No exit check below this layer ({OURS}: the paper checks from layer 1).")
 EXIT_VOCAB = Knob("exit_vocab", "V_exit (exit vocabulary)", int, 0, "exit checks score only the V_exit most "
                   "frequent tokens of the heads' training text, renormalised over them, when the heads come with "
                   "that order (0: every token, as the paper; " + OURS + "); a token outside them cannot exit "
-                  "early, and the output is unchanged", 0, None, step=256, ui_max=8192)
+                  "early, and the output is unchanged", 0, None, step=256, ui_max=8192, link="vexit",
+                  page_help="Checks score only the V_exit most frequent tokens and renormalise over them "
+                  f"({OURS}: 0 = the whole vocabulary, as the paper); the output is unchanged.")
 EXIT_LAYERS = Knob("exit_layers", "exit layers", str, "all", "layers with an exit check besides d_max, e.g. 2,4 ("
                    + OURS + "); all: every layer from ℓ_min (the paper); stored: the set stored with the heads, "
-                   "measured fastest on held-out prompts (every layer where there is none)")
+                   "measured fastest on held-out prompts (every layer where there is none)", slider=False)
 
 TEMPERATURE = Knob("temperature", "temperature", float, 0.0, "0 = greedy (the output must equal plain decoding); > 0 "
-                   "samples, still exactly the target's distribution", 0, None, step=0.05, ui_max=2.0)
-TOP_P = Knob("top_p", "top-p", float, 1.0, "nucleus sampling mass", 0, 1, open_low=True, step=0.01)
-SEED = Knob("seed", "seed", int, 0, "seed of the sampler, so a sampling run can be replayed", 0, 2**31 - 1)
+                   "samples, still exactly the target's distribution", 0, None, step=0.05, ui_max=2.0, link="temp")
+TOP_P = Knob("top_p", "top-p", float, 1.0, "nucleus sampling mass", 0, 1, open_low=True, step=0.01, slider=False)
+SEED = Knob("seed", "seed", int, 0, "seed of the sampler, so a sampling run can be replayed", 0, 2**31 - 1, link="seed")
 MAX_NEW = Knob("max_new_tokens", "max new tokens", int, 64, "generation stops after this many tokens (or at "
-               "end-of-text)", 1, None, ui_max=256)
+               "end-of-text)", 1, None, ui_max=256, link="new")
 
 METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
     "ar": (),
@@ -130,6 +178,16 @@ PRESETS: dict[str, dict[str, float | int | str]] = {
     "auto": {**_SMALL_DEEP, "N": 96, "auto": 1},
     "fast": _FAST,
 }
+
+
+def page_knobs(method: str) -> list[Knob]:
+    """The sliders of a method's view, in declaration order (the page, its checks and its link read these)."""
+    return [k for k in METHOD_KNOBS[method] if k.slider]
+
+
+def page_sampling() -> list[Knob]:
+    """The sampling sliders every view shows (top-p is the CLI's only)."""
+    return [k for k in SAMPLING_KNOBS if k.slider]
 
 
 def presets_for(method: str) -> list[str]:

@@ -82,20 +82,19 @@ class AutoChoice:
 
 @dataclass
 class TreeStep:
-    """Chain, static and TALON: the knobs this step ran with (auto: the budget it chose) and what it built."""
+    """Chain, static and TALON: the knobs this step ran with, as data (auto: the budget it chose), and what it
+    built. A knob declared in core/knobs.py and carried by the policy lands here without a field of its own."""
     policy: str  # chain | static | talon
-    N: int | None = None  # node budget, root not counted (static, TALON)
-    K: int | None = None  # Top-K width (TALON: at the first k_init levels)
-    mu: float | None = None  # TALON gate ratio μ
-    k_init: int | None = None  # TALON: leading Top-K levels
-    depth: int | None = None  # static depth D
-    gamma: int | None = None  # chain length γ
+    knobs: dict[str, float] = field(default_factory=dict)  # the policy's knobs (N, K, mu, k_init, depth or gamma)
+    # and shape_temperature, the T_shape the tree saw (verification is untouched)
     nodes: int = 0  # drafted nodes in the verified tree
-    shape_temperature: float = 1.0  # T_shape the tree saw (verification is untouched)
     t_nll: list[float] = field(default_factory=list)  # auto: Σ −log softmax(z/T)[target's choice] per T of
     # core.shape_calibration.T_GRID, over this step's choices where the drafter's z was computed
     t_nll_rows: int = 0  # how many choices that sum is over
     residual: bool = False  # sampled chain: the bonus came from the residual max(0, p − q)
+
+    def knob(self, name: str) -> float | None:
+        return self.knobs.get(name)
 
 
 @dataclass
@@ -161,7 +160,7 @@ class StepTrace:
         if self.auto is not None:
             return self.auto.N, "auto"
         if self.tree is not None:
-            return (self.tree.gamma, "γ") if self.tree.policy == "chain" else (self.tree.N, "N")
+            return (self.tree.knob("gamma"), "γ") if self.tree.policy == "chain" else (self.tree.knob("N"), "N")
         if self.specbound is not None:
             return self.specbound.w_max, "w_max"
         return None, ""

@@ -16,11 +16,12 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass
 from core.knobs import MAX_N
 
 MAX_INT = 2**31 - 1  # token ids, counts and indices the engine writes all fit an int32
-IDENT = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # stop reasons, policy and drafter names, head kinds
+IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")  # stop reasons, policy and drafter names, head kinds
 IDENT_FIELDS = {"StepTrace.draft_stop", "StepTrace.stop_reason", "StepTrace.drafter", "StepTrace.method",
                 "PrunedCandidate.reason", "SpecBoundStep.heads", "TreeStep.policy"}
 NAN_OK = {"ExitTrace.raw_conf"}  # SpecBound skips the raw softmax when nothing will show it (NaN)
 STATUSES = ("accepted", "rejected", "unreached")
+LEGACY_TREE_KNOBS = ("N", "K", "mu", "k_init", "depth", "gamma", "shape_temperature")
 ROOT = -1  # parent of depth-0 nodes: the last committed token
 
 
@@ -55,6 +56,13 @@ def check_value(tp, value, what: str, limits: TraceLimits, name: str):
         if len(value) > bound:
             raise TraceFormatError(f"{what} has {len(value)} entries; a step holds at most {bound}")
         return [check_value(args[0], x, f"{what}[{j}]", limits, name) for j, x in enumerate(value)]
+    if origin is dict:  # a record's knobs: plain names to numbers
+        if not isinstance(value, dict) or len(value) > 64:
+            raise TraceFormatError(f"{what} is not an object of at most 64 entries")
+        bad = [k for k in value if not isinstance(k, str) or not IDENT.match(k)]
+        if bad:
+            raise TraceFormatError(f"{what} has a key that is not a plain name")
+        return {k: check_value(args[1], v, f"{what}.{k}", limits, name) for k, v in value.items()}
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
             raise TraceFormatError(f"{what} is not a pair")
@@ -93,6 +101,8 @@ def record(kind, d, what: str, limits: TraceLimits):
     carry a few), a missing field named."""
     if not isinstance(d, dict):
         raise TraceFormatError(f"{what} is not an object")
+    if kind.__name__ == "TreeStep" and "knobs" not in d:  # exports from before the knobs were kept as data
+        d = {**d, "knobs": {k: d[k] for k in LEGACY_TREE_KNOBS if isinstance(d.get(k), (int, float))}}
     hints = typing.get_type_hints(kind)
     values = {}
     for f in fields(kind):

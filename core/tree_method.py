@@ -4,7 +4,8 @@ every drafted method but SpecBound (which drafts with the target's own layers)."
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from types import MappingProxyType
+from dataclasses import dataclass, fields, replace
 
 import torch
 
@@ -169,7 +170,7 @@ class TreeMethod:
         if drafted.logits is not None:  # auto: how likely the target's choices were under q at each T
             t_nll, rows = choice_nll(drafted.logits, record.choices, grown.pool_index, verified.p, s.sampling.greedy)
         policy_knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
-        tree_step = TreeStep(self.name, **policy_knobs, nodes=len(grown.tree), shape_temperature=T_shape,
+        tree_step = TreeStep(self.name, {**policy_knobs, "shape_temperature": T_shape}, nodes=len(grown.tree),
                              t_nll=t_nll, t_nll_rows=rows, residual=record.residual)
         return dict(build_ms=drafted.build_ms, draft_ms=drafted.draft_ms, delta=grown.forwards, verify_ms=verified.ms,
                     target_forwards=1, nodes=record.nodes, accepted_path=record.accepted_path, choices=record.choices,
@@ -211,13 +212,14 @@ def build_tree_method(name: str, auto_config: AutoConfig = DEFAULT, auto_memory:
                       **given) -> TreeMethod:
     """A tree method from its declared knobs (core/knobs.py, and a `preset` of them): defaults filled, every
     value checked. auto_config / auto_memory: auto's settings and its opt-in memory across sessions."""
-    k = knobs.resolve(name, given) if name in ("chain", "static", "talon") else None
-    if name == "talon":
-        policy = TalonPolicy(N=k["N"], K=k["K"], mu=k["mu"], k_init=k["k_init"])
-    elif name == "static":
-        policy = StaticPolicy(N=k["N"], K=k["K"], depth=k["depth"])
-    elif name == "chain":
-        return TreeMethod(ChainPolicy(gamma=k["gamma"]))
-    else:
+    if name not in POLICIES:
         raise ValueError(f"unknown tree method '{name}'")
+    k = knobs.resolve(name, given)
+    kind = POLICIES[name]
+    policy = kind(**{f.name: k[f.name] for f in fields(kind) if f.name in k})  # the knobs it declares
+    if name == "chain":
+        return TreeMethod(policy)
     return TreeMethod(policy, k["shape_temperature"], bool(k["auto"]), auto_config, auto_memory)
+
+
+POLICIES = MappingProxyType({"talon": TalonPolicy, "static": StaticPolicy, "chain": ChainPolicy})  # read-only

@@ -9,7 +9,7 @@ nodes only**; the root (the last committed token, which the target feeds anyway)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import torch
@@ -70,18 +70,24 @@ def _pruned(scores, q, tok, parents, idx: range, depth: int, reason: str) -> lis
             for i in list(idx)[:PRUNED_EXAMPLES]]
 
 
+class Declared:
+    """A policy's knobs are its dataclass fields named as declared in core/knobs.py: each is checked by its own
+    declaration, so a new knob needs a field and a declaration, nothing else."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if f.name in knobs.ALL_KNOBS:
+                setattr(self, f.name, knobs.ALL_KNOBS[f.name].check(getattr(self, f.name)))
+
+
 @dataclass
-class TalonPolicy:
+class TalonPolicy(Declared):
     """TALON: root Top-K for the first k levels, then the pooled gate p(u) ≥ μ·m_d under a global budget N."""
     N: int = knobs.N.default
     K: int = knobs.K.default
     mu: float = knobs.MU.default
     k_init: int = knobs.K_INIT.default
     name: str = "talon"
-
-    def __post_init__(self) -> None:
-        self.N, self.K = knobs.N.check(self.N), knobs.K.check(self.K)
-        self.mu, self.k_init = knobs.MU.check(self.mu), knobs.K_INIT.check(self.k_init)
 
     @property
     def scratch(self) -> int:
@@ -141,16 +147,13 @@ class TalonPolicy:
 
 
 @dataclass
-class StaticPolicy:
+class StaticPolicy(Declared):
     """EAGLE-3 style: Top-K at the root, then D levels of K×K expansion keeping the Top-K frontier,
     then a rerank of every generated node by p(u) keeping the best N. δ = D + 1 whatever the context."""
     N: int = knobs.N.default
     K: int = knobs.K.default
     depth: int = knobs.DEPTH.default
     name: str = "static"
-
-    def __post_init__(self) -> None:
-        self.N, self.K, self.depth = knobs.N.check(self.N), knobs.K.check(self.K), knobs.DEPTH.check(self.depth)
 
     @property
     def scratch(self) -> int:
@@ -203,14 +206,11 @@ class StaticPolicy:
 
 
 @dataclass
-class ChainPolicy:
+class ChainPolicy(Declared):
     """Chain drafting, a K = 1 tree: one token per level, picked by the caller's `pick` (argmax, or one
     draw from q for sampled chains, whose q rows are kept for the rejection rule)."""
     gamma: int = knobs.GAMMA.default
     name: str = "chain"
-
-    def __post_init__(self) -> None:
-        self.gamma = knobs.GAMMA.check(self.gamma)
 
     @property
     def scratch(self) -> int:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import core.lossless_check as eq  # noqa: E402
 from core.chat import CHAT_MODES, prepare_prompt  # noqa: E402
 from core.drafter_loading import HeadLoadError, drafter_factory  # noqa: E402
-from core.drafters import DRAFTERS  # noqa: E402
+from core.drafter_loading import DRAFTERS  # noqa: E402
 from core.engine import Session  # noqa: E402
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402

@@ -296,7 +296,7 @@ def test_auto_preset_records_the_chosen_n_in_the_view_and_the_export():
     data = h.export_trace(run)[1]
     assert data["config"]["auto"] == 1 and all(s["auto"]["reason"] for s in data["steps"])
     h.extras(VIEWS["talon"], run=run)
-    assert run.shadows[2].tree.N == chosen.N  # the static tree gets the budget auto chose
+    assert run.shadows[2].tree.knob("N") == chosen.N  # the static tree gets the budget auto chose
 
 
 def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():

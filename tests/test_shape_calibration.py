@@ -46,7 +46,7 @@ def test_a_choice_far_down_the_drafters_list_still_counts():
 
 def calibrated_trace(index: int, best: float, rows: int = 4):
     t = chain_trace(8, 3, index=index, costs=cost(flat=False))
-    t.tree = TreeStep("talon", N=8, t_nll=[rows * (1 + 10 * (T - best) ** 2) for T in T_GRID], t_nll_rows=rows)
+    t.tree = TreeStep("talon", {"N": 8}, t_nll=[rows * (1 + 10 * (T - best) ** 2) for T in T_GRID], t_nll_rows=rows)
     return t
 
 

@@ -179,9 +179,9 @@ def test_stop_reason_is_worded_per_method():
     t = talon_example()
     t.draft_stop = "depth"
     assert "static" not in why_stopped(t) and "remaining length" in why_stopped(t)
-    t.method, t.tree = "static", TreeStep("static", depth=1)
+    t.method, t.tree = "static", TreeStep("static", {"depth": 1})
     assert "its depth D = 1" in why_stopped(t)  # two levels grown: D + 1
-    t.tree = TreeStep("static", depth=8)
+    t.tree = TreeStep("static", {"depth": 8})
     assert "remaining length" in why_stopped(t)  # stopped before D: the length limit
     t.draft_stop = "frontier"
     assert "gate" not in why_stopped(t)

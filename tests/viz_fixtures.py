@@ -20,13 +20,13 @@ def talon_example(index: int = 0) -> StepTrace:
     choices = [TargetChoice(ROOT, 1, "a", 0.7), TargetChoice(0, 9, "x", 0.8)]
     return StepTrace(index, "talon", 10, nodes, [0], choices, [1, 9], ["a", "x"], tau=2, delta=2,
                      target_forwards=1, draft_ms=2.0, verify_ms=4.0, levels=levels, pruned=pruned,
-                     draft_stop="budget", tree=TreeStep("talon", N=4, K=2, mu=0.2, k_init=1))
+                     draft_stop="budget", tree=TreeStep("talon", {"N": 4, "K": 2, "mu": 0.2, "k_init": 1}))
 
 
 def chain_of(n: int) -> StepTrace:
     nodes = [DraftNode(i, f"t{i}", i - 1 if i else ROOT, i, 0.9, 0.9 ** (i + 1), 0.9, "accepted") for i in range(n)]
     return StepTrace(0, "chain", 5, nodes, list(range(n)), [TargetChoice(n - 1, 0, "z", 0.5)], [0] * (n + 1),
-                     ["t"] * (n + 1), tau=n + 1, delta=n, tree=TreeStep("chain", gamma=n))
+                     ["t"] * (n + 1), tau=n + 1, delta=n, tree=TreeStep("chain", {"gamma": n}))
 
 
 def wide_tree(n: int = 96, width: int = 12) -> StepTrace:
@@ -35,7 +35,7 @@ def wide_tree(n: int = 96, width: int = 12) -> StepTrace:
     for i in range(width, n):
         nodes.append(DraftNode(i, f"w{i}", i % width, 1, 0.1, 0.005, None, "unreached"))
     return StepTrace(0, "talon", 5, nodes, [], [TargetChoice(ROOT, 3, "q", 0.2)], [3], ["q"], tau=1, delta=2,
-                     tree=TreeStep("talon", N=n))
+                     tree=TreeStep("talon", {"N": n}))
 
 
 def specbound_example() -> StepTrace:

@@ -1,56 +1,16 @@
-"""The knobs the page shows, as sliders over the declared knobs (core/knobs.py: range, default, symbol), with
-the range a page should offer and a tooltip; plus validation that turns an out-of-range value into a message
-a visitor can act on."""
+"""The knobs the page shows: the declared knobs themselves (core/knobs.py holds each knob's range, default,
+symbol, slider range, tooltip and link name), checked by their own Knob.check against the range a page
+offers, so an out-of-range value becomes a message a visitor can act on."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core import knobs as core_knobs  # declared once: the page never disagrees with the CLI
+from core.knobs import OURS, Knob  # noqa: F401 (the page's names for them)
 
+TALON_KNOBS = core_knobs.page_knobs("talon")
+SPECBOUND_KNOBS = core_knobs.page_knobs("specbound")
+SAMPLING_KNOBS = core_knobs.page_sampling()
+VIEW_KNOBS = {"talon": TALON_KNOBS, "specbound": SPECBOUND_KNOBS}
 
-@dataclass(frozen=True)
-class Knob:
-    """A slider: one declared knob (core/knobs.py) within the range a page should offer."""
-    name: str  # keyword for build_method / SamplingConfig
-    label: str  # paper notation
-    minimum: float
-    maximum: float
-    default: float
-    step: float
-    info: str
-    integer: bool = True
-
-
-def slider(k: core_knobs.Knob, label: str | None = None, info: str | None = None) -> Knob:
-    lo = k.ui_min if k.ui_min is not None else k.minimum
-    hi = k.ui_max if k.ui_max is not None else k.maximum
-    help_text = info or (k.help[0].upper() + k.help[1:] + ".")
-    return Knob(k.name, label or k.label, lo, hi, k.default, k.step, help_text, k.kind is int)
-
-
-TALON_KNOBS = [
-    slider(core_knobs.N, info="Drafted nodes per step, root not counted; the same budget is given to the static tree."),
-    slider(core_knobs.K, "K (root width)", "Top-K children kept at the first k levels, however confident the draft is."),
-    slider(core_knobs.MU, "μ (gate)", "Keep a candidate when p(u) ≥ μ·m_d; larger μ gives deeper, narrower trees."),
-    slider(core_knobs.K_INIT, info="Leading levels forced to Top-K before the gate takes over (k = 0: pure gating)."),
-    slider(core_knobs.SHAPE_T, "T_shape (sharpen q)", "The trees see softmax(z / T_shape) of the drafter's logits: "
-           "below 1 sharpens a flat q so the gate goes deeper. Ours, not the paper's; verification is untouched."),
-]
-
-OURS = core_knobs.OURS
-SPECBOUND_KNOBS = [
-    slider(core_knobs.ALPHA, info="T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns "
-                                  "ACT off. The paper gives no value: 0.5 is ours."),
-    slider(core_knobs.TAU_EXIT),
-    slider(core_knobs.D_MAX, info="A token that reaches d_max layers without exiting ends the block: a check "
-                                  f"always happens at d_max. Above L it is L, where a token always exits ({OURS})."),
-    slider(core_knobs.W_MAX, info="At most w_max tokens are drafted before the target verifies them."),
-    slider(core_knobs.MIN_EXIT, info=f"No exit check below this layer ({OURS}: the paper checks from layer 1)."),
-    slider(core_knobs.EXIT_VOCAB, info="Checks score only the V_exit most frequent tokens and renormalise over them "
-                                       f"({OURS}: 0 = the whole vocabulary, as the paper); the output is unchanged."),
-]
-
-SAMPLING_KNOBS = [slider(core_knobs.TEMPERATURE), slider(core_knobs.SEED), slider(core_knobs.MAX_NEW)]
 
 PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair",
                 "auto": "auto: N chosen per step for this machine, T_shape fitted to the drafter"}
@@ -76,24 +36,8 @@ SPECBOUND_PRESETS = {SPECBOUND_PRESET_NAMES.get(name, name): core_knobs.PRESETS[
 
 
 def validate(knobs: list[Knob], values: dict) -> dict:
-    """Check each value against its knob; returns the values with integers made ints."""
-    out = {}
-    for k in knobs:
-        v = values.get(k.name)
-        if v is None or isinstance(v, bool):
-            raise ValueError(f"{k.label} is missing")
-        try:
-            v = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"{k.label} must be a number (got {v!r})") from None
-        if not k.minimum <= v <= k.maximum:
-            raise ValueError(f"{k.label} must be between {k.minimum:g} and {k.maximum:g} (got {v:g})")
-        if k.integer and v != int(v):
-            raise ValueError(f"{k.label} must be a whole number (got {v:g})")
-        out[k.name] = int(v) if k.integer else v
-    if "mu" in out and out["mu"] <= 0:
-        raise ValueError("μ must be > 0")
-    return out
+    """Each value checked by its knob against the range the page offers; integers made ints."""
+    return {k.name: k.check(values.get(k.name), page=True) for k in knobs}
 
 
 def apply_preset(name: str) -> list:

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.drafter_loading import DEFAULT_DRAFTER, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
-from core.drafters import DRAFTERS, Drafter, ModelDrafter
+from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
+from core.drafters import Drafter, ModelDrafter
 from core.eagle3_io import HeadLoadError
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 from core.model import CausalLM

@@ -14,31 +14,35 @@ from urllib.parse import quote, urlencode
 
 import gradio as gr
 
-from core.knobs import ALL_KNOBS
+from core.drafter_loading import offered_drafters
+from core.knobs import ALL_KNOBS, Knob
 from ui.examples import default_prompt
-from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
+from ui.knobs import SAMPLING_KNOBS, VIEW_KNOBS
 from ui.models import DEFAULT_DRAFTER
+from ui.view_specs import VIEWS
 
-TABS = ("talon", "specbound", "compare", "tune")
-# query parameter -> knob name; the parameters are the paper's symbols where they are short
-PARAMS = {"N": "N", "K": "K", "mu": "mu", "k": "k_init", "T": "shape_temperature", "alpha": "alpha", "tau": "tau_exit",
-          "dmax": "d_max", "wmax": "w_max", "lmin": "min_exit_layer", "vexit": "exit_vocab", "temp": "temperature",
-          "seed": "seed", "new": "max_new_tokens"}
+TABS = (*VIEWS, "compare", "tune")
+KNOBS = {k.name: k for ks in (*VIEW_KNOBS.values(), SAMPLING_KNOBS) for k in ks}
+PARAMS = {k.link: k.name for k in KNOBS.values() if k.link}  # query parameter -> knob (declared with the knob)
 NAMES = {knob: param for param, knob in PARAMS.items()}
-KNOBS = {k.name: k for k in TALON_KNOBS + SPECBOUND_KNOBS + SAMPLING_KNOBS}
-# the components a link fills, per stepping view, in this order (app.py wires the same order)
-FIELDS = {
-    "talon": ["prompt", *(k.name for k in TALON_KNOBS), *(k.name for k in SAMPLING_KNOBS), "drafter", "auto"],
-    "specbound": ["prompt", *(k.name for k in SPECBOUND_KNOBS), *(k.name for k in SAMPLING_KNOBS), "exit_layers"],
-}
-TEXT_PARAMS = {"p": "prompt", "drafter": "drafter", "auto": "auto", "layers": "exit_layers"}
+CONTROLS = {"drafter": "drafter", "auto": "auto", "layers": "exit_layers"}  # query parameter -> a view's control
 LAYERS = re.compile(r"^\s*(all|stored|\d+(\s*,\s*\d+)*)\s*$")
 DEFAULT_LAYERS = ALL_KNOBS["exit_layers"].default
 
 
+def link_fields(view: str) -> list[str]:
+    """The components a link fills in a stepping view, in this order (app.py wires the same order): the prompt,
+    its knobs, the sampling knobs, then its controls that a link carries."""
+    controls = [c.name for c in VIEWS[view].controls if c.name in CONTROLS.values()]
+    return ["prompt", *(k.name for k in VIEW_KNOBS[view]), *(k.name for k in SAMPLING_KNOBS), *controls]
+
+
+FIELDS = {view: link_fields(view) for view in VIEWS}
+
+
 def drafters() -> tuple[str, ...]:
-    """The drafters the page offers (the EAGLE-3 head only when it ships)."""
-    return ("eagle3", "model", "lookup") if DEFAULT_DRAFTER == "eagle3" else ("model", "lookup")
+    """The drafters the page offers (core/drafter_loading.py's registry: the EAGLE-3 head only when it ships)."""
+    return tuple(offered_drafters())
 
 
 def fmt(v: float) -> str:
@@ -55,13 +59,13 @@ def share_query(method: str, values: dict) -> str:
         v = values.get(name)
         if name in KNOBS and v is not None and float(v) != float(KNOBS[name].default):
             q[NAMES[name]] = fmt(float(v))
-    if method == "talon":
-        if values.get("drafter") and values["drafter"] != DEFAULT_DRAFTER:
-            q["drafter"] = values["drafter"]
-        if values.get("auto"):
-            q["auto"] = "1"
+    fields = set(FIELDS[method])
+    if "drafter" in fields and values.get("drafter") and values["drafter"] != DEFAULT_DRAFTER:
+        q["drafter"] = values["drafter"]
+    if "auto" in fields and values.get("auto"):
+        q["auto"] = "1"
     layers = (values.get("exit_layers") or "").replace(" ", "")
-    if method == "specbound" and layers and layers != DEFAULT_LAYERS:
+    if "exit_layers" in fields and layers and layers != DEFAULT_LAYERS:
         q["layers"] = layers
     return "?" + urlencode(q, quote_via=quote, safe=",")
 
@@ -75,17 +79,18 @@ class Shared:
 
 
 def clamp_knob(k: Knob, raw: str, param: str, notes: list[str]) -> float | int | None:
+    lo, hi = k.page_min, k.page_max
     try:
         v = float(raw)
     except ValueError:
-        notes.append(f"{param}={raw!r} is not a number ({k.label} takes {fmt(k.minimum)}–{fmt(k.maximum)}): ignored")
+        notes.append(f"{param}={raw!r} is not a number ({k.label} takes {fmt(lo)}–{fmt(hi)}): ignored")
         return None
     if v != v:  # NaN
         notes.append(f"{param}={raw!r} is not a number: ignored")
         return None
-    used = min(max(v, k.minimum), k.maximum)
+    used = min(max(v, lo), hi)
     if used != v:
-        notes.append(f"{k.label} must be between {fmt(k.minimum)} and {fmt(k.maximum)}: {raw} is used as {fmt(used)}")
+        notes.append(f"{k.label} must be between {fmt(lo)} and {fmt(hi)}: {raw} is used as {fmt(used)}")
     if k.integer and used != int(used):
         notes.append(f"{k.label} must be a whole number: {raw} is used as {round(used)}")
     return int(round(used)) if k.integer else used
@@ -139,14 +144,14 @@ def link_message(s: Shared) -> str:
 
 def fill(tab: str, s: Shared) -> list:
     """One update per FIELDS[tab] component: the link's value, or left as it is. Sampling knobs and the
-    prompt go to the view the link names (TALON when it names none)."""
-    own = (s.tab or "talon") == tab
+    prompt go to the view the link names (the first view when it names none)."""
+    own = (s.tab or next(iter(VIEWS))) == tab
     shared = {"prompt", *(k.name for k in SAMPLING_KNOBS)}
     return [s.values[n] if n in s.values and (own or n not in shared) else gr.skip() for n in FIELDS[tab]]
 
 
 def apply_link(request: gr.Request) -> tuple:
-    """Page load: the tab, a message, then the TALON fields and the SpecBound fields from the URL."""
+    """Page load: the tab, a message, then each stepping view's link fields (VIEWS order) from the URL."""
     try:
         params = dict(request.query_params)
     except AttributeError:  # called without a page request (tests, the API)
@@ -155,4 +160,4 @@ def apply_link(request: gr.Request) -> tuple:
     tab = gr.Tabs(selected=s.tab) if s.tab else gr.skip()
     msg = link_message(s)
     shown = gr.HTML(value=msg, visible=True) if msg else gr.skip()  # hidden until a link has something to say
-    return (tab, shown, *fill("talon", s), *fill("specbound", s))
+    return (tab, shown, *(update for view in VIEWS for update in fill(view, s)))

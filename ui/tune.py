@@ -10,7 +10,7 @@ from core import knobs as core_knobs, server_flags
 from core.metrics import Baseline, pooled_speedup
 from ui.baseline import full_ar_pass, merged
 from ui.config import RunConfig
-from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, slider, validate
+from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, Knob, validate
 from ui.run import Run
 
 MAX_CELLS = 25
@@ -23,7 +23,7 @@ SWEEPS = {
     "Static tree (SGLang's): D × K": ("static", "depth", "K", "2, 4, 6, 8", "2, 4, 10"),
     "Chain (vLLM's): γ": ("chain", "gamma", None, "1, 2, 3, 4, 6, 8", ""),
 }
-EXTRA_KNOBS = [slider(core_knobs.DEPTH), slider(core_knobs.GAMMA)]  # swept, not on a stepping view
+EXTRA_KNOBS = [core_knobs.DEPTH, core_knobs.GAMMA]  # swept, not on a stepping view
 
 
 @dataclass

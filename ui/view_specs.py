@@ -14,6 +14,7 @@ import gradio as gr
 from ui import learn
 from ui.knobs import (OURS, PRESETS, SPECBOUND_KNOBS, SPECBOUND_PRESETS, TALON_KNOBS, Knob, apply_preset,
                       apply_specbound_preset)
+from core.drafter_loading import REGISTRY, offered_drafters
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
 
@@ -83,14 +84,14 @@ def scroll(elem_id: str) -> gr.HTML:
     return gr.HTML(elem_id=elem_id, elem_classes="ss-scroll")
 
 
-DRAFTER_CHOICES = [(label, name) for label, name in [
-    ("eagle3 (head on the target's features)", "eagle3"), ("model (1-layer draft LM)", "model"),
-    ("lookup (n-gram in the text)", "lookup")] if name != "eagle3" or DEFAULT_DRAFTER == "eagle3"]  # head shipped?
+def drafter_choices() -> list[tuple[str, str]]:
+    """The drafter radio: every drafter this build offers, labelled as declared (core/drafter_loading.py)."""
+    return [(REGISTRY[name].label, name) for name in offered_drafters()]
 
 
 def drafter_input(elem_id: str) -> gr.Radio:
     """Who proposes the draft tree; changing it starts a fresh run like any knob."""
-    return gr.Radio(DRAFTER_CHOICES, value=DEFAULT_DRAFTER, label="drafter", elem_id=elem_id,
+    return gr.Radio(drafter_choices(), value=DEFAULT_DRAFTER, label="drafter", elem_id=elem_id,
                     info="where q comes from; the static tree beside it uses the same drafter")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ui.run import Run
 from viz.exits_fig import confidence_heatmap, exit_bars, why_stopped
+from viz.escape import num
 from viz.html import budget_html, compat_html, levels_html, message_html, stats_html, text_html
 from viz.run_heatmap import run_heatmap
 from core.metrics import acceptance_by_depth
@@ -73,8 +74,8 @@ def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True) ->
         if trace is not None:
             static.layout.annotations[0].text = "Computing the static tree for this prefix…"
     else:
-        static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={shadow.tree.depth}, "
-                                                  f"N={shadow.tree.N}) · {tau_text(shadow)}", height)
+        static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={num(shadow.tree.knob('depth'), 'g')}, "
+                                                  f"N={num(shadow.tree.knob('N'), 'g')}) · {tau_text(shadow)}", height)
     shown = [] if index is None else run.traces[: index + 1]
     return dict(tree=tree_figure(trace, show_pruned, title, height), static=static, budget=budget_html(trace),
                 compat="" if run is None else compat_html(run.readout()), levels=levels_html(trace),

@@ -24,7 +24,7 @@ STOP_WHY = {
 def depth_why(trace: StepTrace) -> str:
     """'depth' means different limits per method: a static tree's D, or (TALON, chains) the deepest level
     the tokens still allowed by max new tokens could use."""
-    D = trace.tree.depth if trace.tree is not None else None
+    D = trace.tree.knob("depth") if trace.tree is not None else None
     if trace.method == "static" and D is not None and len(trace.levels) >= D + 1:
         return f"the static tree reached its depth D = {D}"
     return ("the tree reached the deepest level that the remaining length allows (max new tokens): "
