@@ -41,12 +41,12 @@ def drop_probs(L: int, p_max: float) -> list[float]:
     return [p_max * (2 ** (i / (L - 1)) - 1) for i in range(L)]
 
 
-def exits_at(step: int, L: int) -> list[int]:
+def exit_layers_of_step(step: int, L: int) -> list[int]:
     """The layers below the last whose early-exit loss counts at this step (the rotating curriculum)."""
     return [i for i in range(L - 1) if (i - step) % ROTATION == 0]
 
 
-def forward_layers(model: LlamaForCausalLM, x: torch.Tensor, keep: list[bool], exits: list[int]):
+def run_with_exits(model: LlamaForCausalLM, x: torch.Tensor, keep: list[bool], exits: list[int]):
     """(final logits (B, T, V), {ℓ: logits read through the final norm and LM head after layer ℓ}); layers
     with keep[ℓ] False are skipped (their input passes through)."""
     m = model.model
@@ -70,7 +70,7 @@ def lens_metrics(model: LlamaForCausalLM, data: np.ndarray, tokens: int, seq_len
     nll, agree, n = 0.0, [0] * L, 0
     for s in range(0, min(len(data) - seq_len - 1, tokens), seq_len):
         xy = torch.from_numpy(data[s: s + seq_len + 1].astype(np.int64))[None]
-        final, early = forward_layers(model, xy[:, :-1], [True] * L, list(range(L - 1)))
+        final, early = run_with_exits(model, xy[:, :-1], [True] * L, list(range(L - 1)))
         top = final.argmax(-1)
         nll += float(F.cross_entropy(final[0].float(), xy[0, 1:], reduction="sum"))
         for i, lg in early.items():
@@ -126,9 +126,9 @@ def main(argv: list[str] | None = None) -> None:
         x, y = xy[:, :-1], xy[:, 1:]
         rng = np.random.default_rng([args.seed, step, 1])
         keep = [bool(rng.random() >= p) for p in probs]
-        exits = exits_at(step, L)
+        exits = exit_layers_of_step(step, L)
         with autocast(device):
-            final, early = forward_layers(model, x, keep, exits)
+            final, early = run_with_exits(model, x, keep, exits)
             ce = F.cross_entropy(final.float().flatten(0, 1), y.flatten())
             loss = ce
             if early:

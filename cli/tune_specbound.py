@@ -33,7 +33,7 @@ NAMES = [k.name for k in knobs.METHOD_KNOBS["specbound"]]
 
 
 @dataclass
-class Row:
+class SettingResult:
     knobs: dict
     mat: float
     delta: float
@@ -54,14 +54,14 @@ def run(lm, method, prompts: list[str], max_new_tokens: int) -> tuple[list, floa
     return results, time.perf_counter() - t0
 
 
-def measure(lm, knobs: dict, prompts: list[str], max_new_tokens: int) -> Row:
+def measure_setting(lm, knobs: dict, prompts: list[str], max_new_tokens: int) -> SettingResult:
     results, wall = run(lm, build_specbound_method(**knobs), prompts, max_new_tokens)
     traces = [t for r in results for t in r.traces]
     tokens = sum(len(r.output_ids) for r in results)
     drafted = sum(len(t.nodes) for t in traces)
     computed = sum(t.specbound.layers_computed for t in traces)
     full = sum(t.specbound.layers_full_equivalent for t in traces)
-    return Row(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
+    return SettingResult(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
                sum(t.accepted for t in traces) / max(1, drafted),
                sum(t.specbound.head_evals for t in traces) / tokens, 1000 * wall / tokens)
 
@@ -108,12 +108,12 @@ def main(argv: list[str] | None = None) -> None:
         sets = [str(ell) for ell in range(base["min_exit_layer"], min(base["d_max"], lm.num_layers) + 1)] + ["all"]
         grid = [{**grid[0], "exit_layers": layers} for layers in sets]
     ar_ms, ms = 0.0, [0.0] * len(grid)  # summed over passes
-    rows: list[Row | None] = [None] * len(grid)
+    rows: list[SettingResult | None] = [None] * len(grid)
     for k in range(args.repeat):
         ar_results, ar_wall = run(lm, ARMethod(), prompts, args.max_new_tokens)
         ar_ms += 1000 * ar_wall / sum(len(r.output_ids) for r in ar_results)
         for i in range(len(grid)) if k % 2 == 0 else reversed(range(len(grid))):
-            rows[i] = measure(lm, grid[i], prompts, args.max_new_tokens)
+            rows[i] = measure_setting(lm, grid[i], prompts, args.max_new_tokens)
             ms[i] += rows[i].ms_per_token
     print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
           f"{args.max_new_tokens} new tokens, {args.repeat} pass(es); AR {ar_ms / args.repeat:.1f} ms/token")

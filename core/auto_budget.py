@@ -81,7 +81,7 @@ class AutoState:
         if old is not None:
             why = f"N = {old.N}, T_shape = {old.T_shape:g}: where auto rested at the end of the last run on this setup"
             return cls(Predictor(cost, old.grid, cfg, list(old.predictor.recent), old.predictor.table,
-                                 old.predictor.slope), old.N, old.survey, AutoChoice(old.N, None, why,
+                                 old.predictor.slope), old.N, old.survey, AutoChoice(old.N, why,
                                                                                      T_shape=old.T_shape),
                        max(old.steps, cfg.survey_steps), T_shape=old.T_shape, t_nll=old.t_nll, t_rows=old.t_rows,
                        memory=memory, key=key)
@@ -91,7 +91,7 @@ class AutoState:
                          for x in (cfg.prior_slowdown, cfg.survey_slowdown))
         grid = tuple(sorted({g for g in cfg.grid if g <= n_max} | {prior}))
         why = f"prior: largest N whose verification costs ≤ {cfg.prior_slowdown}× a 1-token forward"
-        return cls(Predictor(cost, grid, cfg), prior, survey, AutoChoice(prior, None, why, T_shape=T_shape),
+        return cls(Predictor(cost, grid, cfg), prior, survey, AutoChoice(prior, why, T_shape=T_shape),
                    T_shape=T_shape, memory=memory, key=key)
 
     def wants_calibration(self) -> bool:
@@ -110,11 +110,11 @@ class AutoState:
 
     def _choice(self, n: int, reason: str) -> AutoChoice:
         predicted = self.last.predicted if self.last is not None else []
-        return AutoChoice(n, None, reason, predicted, self.T_shape)
+        return AutoChoice(n, reason, predicted, self.T_shape)
 
     def surveying(self) -> AutoChoice | None:
         if self.steps <= self.cfg.survey_steps and self.survey > self.N:
-            self.last = AutoChoice(self.survey, None, f"surveying with N = {self.survey} (step {self.steps} of "
+            self.last = AutoChoice(self.survey, f"surveying with N = {self.survey} (step {self.steps} of "
                                                       f"{self.cfg.survey_steps}): its tree answers for every "
                                                       f"smaller N", T_shape=self.T_shape)
             return self.last
@@ -165,7 +165,7 @@ class AutoState:
         T_new, why_T = next_temperature(self.t_nll, self.t_rows, self.T_shape, cfg)
         if T_new != self.T_shape:
             reason, self.T_shape = f"{reason}; {why_T}", T_new
-        self.last = AutoChoice(self.N, None, reason, predicted, self.T_shape)
+        self.last = AutoChoice(self.N, reason, predicted, self.T_shape)
         return self.last
 
     def observe(self, trace: StepTrace, fit: bool = True) -> None:

@@ -131,11 +131,11 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
     head = ids[:-1]  # prefilled as a session does: the last token is fed by the next step
     feats = target.forward(head, range(len(head)), target.new_cache(room), taps=drafter.taps).taps
     drafter.prefill(ids, feats, room)
-    if not hasattr(drafter, "cache"):
+    if not drafter.runs_model:
         return [], []
     drafter.begin(ids)
     drafter.propose([ROOT], DraftTree())
-    length = drafter.cache.length
+    mark = drafter.mark()
     out = []
     for w in DRAFT_WIDTHS:
         tree = DraftTree()
@@ -143,8 +143,7 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
             tree.add(10 + i, ROOT, 1.0 / w, 1.0 / w)
 
         def run() -> None:
-            drafter.cache.length = length
-            drafter.slots = {}
+            drafter.rewind(mark)
             drafter.propose(list(range(w)), tree)
         out.append(median_ms(run, reps))
     return list(DRAFT_WIDTHS), out
@@ -155,7 +154,7 @@ def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = 
     """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
     fresh drafter of the same kind: the caller's is left alone), saying so first through `progress` (else
     the log): a measurement takes seconds, so programs call this at load time, before anything is timed."""
-    key = f"{target.device}|{target.name}|{target.dtype}|{drafter.name}"
+    key = f"{target.device}|{target.name}|{target.dtype}|{drafter.identity}"
     if key in _MEMO:
         return _MEMO[key]
     path = CACHE_DIR / f"cost-{hashlib.sha1(key.encode()).hexdigest()[:16]}.json"

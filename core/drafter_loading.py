@@ -39,6 +39,9 @@ def head_folder(name: str) -> Path:
 
 def _model(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
     lm = load_model(weights or DEFAULT_DRAFT, device)
+    if len(lm.tokenizer) != len(target.tokenizer):
+        raise ModelLoadError(f"the draft '{lm.name}' and the target have different tokenizers; pick a draft from "
+                             f"the target's family")
     return lambda: ModelDrafter(lm)
 
 

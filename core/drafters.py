@@ -12,8 +12,11 @@ transformers' CandidateGenerator but for trees:
   for, the target's hidden states of the pending tokens and that path; the drafter brings its cache
   up to date with what was committed.
 
-`drop()` forgets every cache (the session rebuilds from its committed text on the next step).
-The tree policies (core/tree_policies.py) and the step loop (core/tree_method.py) know nothing else.
+`drop()` forgets every cache (the session rebuilds from its committed text on the next step). For the cost
+model (core/cost_model.py), which times one frontier's forward over and over: `runs_model` (a drafter that
+runs no model costs nothing), `mark()` / `rewind(mark)` (back to where a step's proposals started) and
+`identity` (kind and weights: two draft LMs never share a cached cost curve). The tree policies
+(core/tree_policies.py), the step loop (core/tree_method.py) and the cost model know nothing else.
 """
 from __future__ import annotations
 
@@ -29,8 +32,16 @@ from core.draft_tree import DraftTree, path_to
 
 
 class Drafter(Protocol):
-    name: str
+    name: str  # its kind: model | eagle3 | lookup (core/drafter_loading.py)
     taps: tuple[int, ...]  # target hidden-state indices (0 = embeddings) the drafter reads; () = none
+    runs_model: bool  # its proposals cost a forward (lookup's do not)
+
+    @property
+    def identity(self) -> str: ...  # kind and weights, e.g. "model:assets/models/draft"
+
+    def mark(self) -> object: ...  # where this step's proposals begin (after begin and the root proposal)
+
+    def rewind(self, mark: object) -> None: ...  # forget the proposals made since `mark`
 
     def prefill(self, ids: list[int], feats: torch.Tensor | None, max_len: int) -> None: ...
 
@@ -68,6 +79,7 @@ def node_mask(frontier: list[int], tree: DraftTree, slots: dict[int, int], conte
 class ModelDrafter:
     """A separate small causal LM sharing the target's tokenizer (the embedded 1-layer draft)."""
     taps: tuple[int, ...] = ()
+    runs_model = True
 
     def __init__(self, lm: CausalLM, name: str = "model") -> None:
         self.lm, self.name = lm, name
@@ -110,11 +122,22 @@ class ModelDrafter:
     def fresh(self) -> "ModelDrafter":
         return ModelDrafter(self.lm, self.name)
 
+    @property
+    def identity(self) -> str:
+        return f"{self.name}:{self.lm.name}"
+
+    def mark(self) -> int:
+        return self.cache.length
+
+    def rewind(self, mark: int) -> None:
+        self.cache.length, self.slots = mark, {}
+
 
 class LookupDrafter:
     """Prompt-lookup drafting (no model): q(w | context) is proportional to how often w followed the
     longest suffix of the context (up to `max_ngram` tokens) that occurred earlier in the committed text."""
     taps: tuple[int, ...] = ()
+    runs_model = False
 
     def __init__(self, vocab_size: int, max_ngram: int = 3, name: str = "lookup") -> None:
         self.vocab_size, self.max_ngram, self.name = vocab_size, max_ngram, name
@@ -156,4 +179,14 @@ class LookupDrafter:
 
     def fresh(self) -> "LookupDrafter":
         return LookupDrafter(self.vocab_size, self.max_ngram, self.name)
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}:{self.max_ngram}-gram"
+
+    def mark(self) -> None:
+        return None
+
+    def rewind(self, mark: None) -> None:
+        """Proposals change nothing here."""
 

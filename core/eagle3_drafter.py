@@ -27,6 +27,7 @@ from core.draft_tree import DraftTree
 
 class EagleDrafter:
     name = "eagle3"
+    runs_model = True
 
     def __init__(self, head: EagleHead, target: CausalLM) -> None:
         self.head, self.target = head, target
@@ -43,6 +44,16 @@ class EagleDrafter:
                                           else "default", draft_vocab=c.draft_vocab_size, vocab=c.vocab_size,
                                           layers=c.num_hidden_layers)
         return dataclasses.replace(info, taps=self.taps)
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}:{getattr(self.head, 'source', 'in memory')}"
+
+    def mark(self) -> int:
+        return self.cache.length
+
+    def rewind(self, mark: int) -> None:
+        self.cache.length, self.slots = mark, {}
 
     def head_info(self) -> dict:
         """The plain dict the trace export and the page attach where the drafter is named."""

@@ -158,4 +158,5 @@ def head_for(target, folder: str | Path = DEFAULT_HEAD) -> EagleHead:
     if key not in _HEADS:
         _HEADS[key] = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype,
                                 target.num_layers, target.body.embed_tokens.weight)
+        _HEADS[key].source = key[0]  # where its weights came from: part of its drafters' identity
     return _HEADS[key]

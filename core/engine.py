@@ -17,7 +17,7 @@ from typing import Protocol
 
 import torch
 
-from core.drafters import Drafter, ModelDrafter
+from core.drafters import Drafter
 from core.kv_cache import KVCache
 from core.model import CausalLM
 from core.sampling import SamplingConfig
@@ -62,9 +62,9 @@ class Timer:
 class Session:
     def __init__(self, target: CausalLM, method: Method, prompt: str | list[int],
                  sampling: SamplingConfig = SamplingConfig(), max_new_tokens: int = 64,
-                 draft: CausalLM | Drafter | None = None) -> None:
-        """draft: for methods that draft, the draft LM (drafting through a ModelDrafter) or any Drafter
-        made for this session (it holds this session's draft caches)."""
+                 draft: Drafter | None = None) -> None:
+        """draft: for methods that draft, a Drafter made for this session (it holds this session's draft caches;
+        core/drafter_loading.drafter_factory makes them, one per session)."""
         try:
             sampling.validate()
         except ValueError as exc:
@@ -74,9 +74,9 @@ class Session:
         if method.needs_draft and draft is None:
             raise SessionError(f"method '{method.name}' needs a draft model")
         self.target, self.method = target, method
-        self.drafter: Drafter | None = None
-        if method.needs_draft:
-            self.drafter = ModelDrafter(draft) if isinstance(draft, CausalLM) else draft
+        if method.needs_draft and not hasattr(draft, "propose"):
+            raise TypeError(f"draft must be a Drafter, not {type(draft).__name__} (wrap a draft LM in ModelDrafter)")
+        self.drafter: Drafter | None = draft if method.needs_draft else None
         self.sampling, self.max_new_tokens = sampling, max_new_tokens
         if isinstance(prompt, str):
             if not prompt.strip():

@@ -29,7 +29,7 @@ def top2_gap(target: CausalLM, context: list[int]) -> float:
     return float(top[0] - top[1])
 
 
-def compare(target: CausalLM, prompt_ids: list[int], ref: list[int], got: list[int], label: str, report: Report) -> None:
+def compare_tokens(target: CausalLM, prompt_ids: list[int], ref: list[int], got: list[int], label: str, report: Report) -> None:
     report.compared += 1
     if ref == got:
         return
@@ -61,16 +61,18 @@ class ARReference:
         return ids, out[:max_new_tokens]
 
 
-def check_greedy_equivalence(target, draft, prompts, methods, max_new_tokens=32,
+def check_greedy_equivalence(target, make_draft, prompts, methods, max_new_tokens=32,
                              reference: ARReference | None = None) -> Report:
-    """Run AR and every method on every prompt (greedy) and compare token for token."""
+    """Run AR and every method on every prompt (greedy) and compare token for token. make_draft: a factory
+    of fresh drafters (one per session: a drafter holds its session's caches), or None when nothing drafts."""
     reference = reference or ARReference(headroom=0)
     report = Report()
     for n, prompt in enumerate(prompts):
         prompt_ids, ar_ids = reference(target, prompt, max_new_tokens)
         for label, method in methods:
+            draft = make_draft() if make_draft is not None and method.needs_draft else None
             got = Session(target, method, prompt, max_new_tokens=max_new_tokens, draft=draft).generate()
-            compare(target, prompt_ids, ar_ids, got.output_ids, f"prompt {n} {label}", report)
+            compare_tokens(target, prompt_ids, ar_ids, got.output_ids, f"prompt {n} {label}", report)
     return report
 
 

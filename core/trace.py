@@ -74,7 +74,6 @@ class AutoChoice:
     """`auto` budget: the N (and T_shape) this step used, and why (predicted tokens/s of the candidates it
     weighed)."""
     N: int
-    mu: float | None
     reason: str
     predicted: list[tuple[int, float]] = field(default_factory=list)  # (N, predicted tokens/s)
     T_shape: float | None = None  # the shaping temperature fitted to the run (core/shape_calibration.py)
@@ -197,7 +196,8 @@ class GenerationResult:
         return len(self.output_ids) / max(1, self.steps)
 
     @property
-    def draft_forwards(self) -> int:
+    def draft_forwards(self) -> float:
+        """Σδ: whole draft forwards for trees, layer-equivalent fractions for SpecBound."""
         return sum(t.delta for t in self.traces)
 
     @property

@@ -22,7 +22,6 @@ import core.lossless_check as eq  # noqa: E402
 from core.chat import CHAT_MODES, prepare_prompt  # noqa: E402
 from core.drafter_loading import HeadLoadError, drafter_factory  # noqa: E402
 from core.drafter_loading import DRAFTERS  # noqa: E402
-from core.engine import Session  # noqa: E402
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402
 from core.prompts import ASSET_PROMPTS, read_prompts  # noqa: E402
@@ -40,17 +39,6 @@ def drafts(args):
         return target, lambda: lm
     return target, drafter_factory(args.drafter, target, args.draft, args.device)
 
-
-def compare_all(target, make, prompts, methods, max_new: int) -> eq.Report:
-    """check_greedy_equivalence with a drafter made per session (a head's drafter holds its session's caches)."""
-    reference, report = eq.ARReference(headroom=0), eq.Report()
-    for n, prompt in enumerate(prompts):
-        prompt_ids, ar_ids = reference(target, prompt, max_new)
-        for label, method in methods:
-            draft = make() if method.needs_draft else None
-            got = Session(target, method, prompt, max_new_tokens=max_new, draft=draft).generate()
-            eq.compare(target, prompt_ids, ar_ids, got.output_ids, f"prompt {n} {label}", report)
-    return report
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -76,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, ModelLoadError, HeadLoadError) as exc:  # ChatError is a ValueError
         raise SystemExit(f"error: {exc}") from None
     eq.EPS = args.eps
-    report = compare_all(target, make, prompts, methods, args.max_new_tokens)
+    report = eq.check_greedy_equivalence(target, make, prompts, methods, args.max_new_tokens)
     parted = report.near_ties + report.failures
     gaps = sorted({line.rsplit(" ", 1)[-1] for line in parted})
     print(f"{args.dtype} on {target.device}: {report.compared} greedy runs ({len(prompts)} prompts x "

@@ -9,7 +9,7 @@ import pytest
 
 from ui import handlers as h
 from ui.knobs import PRESETS, SAMPLING_KNOBS, TALON_KNOBS, apply_preset, validate
-from ui.models import DEFAULT_DRAFTER, resolve
+from ui.models import DEFAULT_DRAFTER, resolve_model
 from ui.tab_handlers import cancel_compare, cancel_sweep, cost_curve, run_compare, run_sweep
 from ui.view_specs import VIEWS
 from viz.cost_fig import cost_curve_figure
@@ -166,12 +166,12 @@ def test_knob_validation_messages():
 @pytest.mark.parametrize("name", ["/etc", "assets/models", "../x/y", "./target", "a/b/c", "C:\\models"])
 def test_model_box_refuses_local_paths(name):
     with pytest.raises(ValueError, match="Hub id"):
-        resolve(name, "target")
+        resolve_model(name, "target")
 
 
 def test_model_box_accepts_embedded_and_hub_ids():
-    assert resolve("embedded", "target").endswith("target")
-    assert resolve("Qwen/Qwen2.5-0.5B", "target") == "Qwen/Qwen2.5-0.5B"
+    assert resolve_model("embedded", "target").endswith("target")
+    assert resolve_model("Qwen/Qwen2.5-0.5B", "target") == "Qwen/Qwen2.5-0.5B"
 
 
 def test_ar_baseline_is_timed_for_this_prompt_over_the_same_positions():

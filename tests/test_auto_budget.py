@@ -23,7 +23,7 @@ def cost(flat: bool) -> CostModel:
 
 def chain_trace(n: int, accepted: int, q: float = 0.9, index: int = 0, costs: CostModel | None = None) -> StepTrace:
     """A chain of n drafted nodes, the first `accepted` taken, timed as `costs` say (n levels + one verify)."""
-    t = StepTrace(index, "talon", 10, build_ms=0.5, delta=n, auto=AutoChoice(n, None, "test"))
+    t = StepTrace(index, "talon", 10, build_ms=0.5, delta=n, auto=AutoChoice(n, "test"))
     if costs is not None:
         t.draft_ms, t.verify_ms = n * costs.t_draft(1), costs.t_verify(n + 1)
         t.step_ms = 0.5 + t.draft_ms + t.verify_ms
@@ -56,7 +56,7 @@ def test_n_moves_a_bounded_step_towards_what_pays():
 
 def two_level_trace(n: int, index: int, costs: CostModel) -> StepTrace:
     """Nine siblings at depth 0, then their first one's children: the target takes node 0 and node 9."""
-    t = StepTrace(index, "talon", 10, build_ms=0.5, delta=2, auto=AutoChoice(n, None, "test"))
+    t = StepTrace(index, "talon", 10, build_ms=0.5, delta=2, auto=AutoChoice(n, "test"))
     t.draft_ms = costs.t_draft(1) + (costs.t_draft(9) if n > 9 else 0.0)
     t.verify_ms = costs.t_verify(n + 1)
     t.step_ms = 0.5 + t.draft_ms + t.verify_ms
@@ -127,7 +127,7 @@ def test_auto_is_lossless_and_records_its_choice(target, draft, heldout_prompts,
                 assert res.output_ids == ar_ids, (name, d.name)
                 assert all(t.auto is not None and 1 <= t.auto.N <= 64 and t.auto.reason for t in res.traces)
                 assert all(len(t.nodes) <= t.auto.N and t.step_ms > 0 for t in res.traces)
-                assert all(t.tree.shape_temperature == t.auto.T_shape for t in res.traces)  # the fitted T, used
+                assert all(t.tree.knob("shape_temperature") == t.auto.T_shape for t in res.traces)  # the fitted T, used
                 if d.name == "model":
                     assert sum(t.tree.t_nll_rows for t in res.traces) > 0
 

@@ -2,6 +2,7 @@ import pytest
 """Greedy chain speculative decoding reproduces greedy AR decoding token for token."""
 from core.methods import build_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
+from core.drafters import ModelDrafter
 
 
 @pytest.mark.slow
@@ -9,14 +10,14 @@ def test_greedy_chain_equals_ar_on_heldout_prompts(target, draft, heldout_prompt
     prompts = heldout_prompts[:20]
     assert len(prompts) >= 20
     methods = [(f"chain γ={g}", build_method("chain", gamma=g)) for g in (1, 3, 6)]
-    report = check_greedy_equivalence(target, draft, prompts, methods, reference=ar_reference)
+    report = check_greedy_equivalence(target, lambda: ModelDrafter(draft), prompts, methods, reference=ar_reference)
     assert report.compared == 60
     assert_equivalent(report)
 
 
 def test_chain_trace_records_the_step(target, draft, heldout_prompts):
     from core.engine import Session
-    s = Session(target, build_method("chain", gamma=4), heldout_prompts[0], max_new_tokens=16, draft=draft)
+    s = Session(target, build_method("chain", gamma=4), heldout_prompts[0], max_new_tokens=16, draft=ModelDrafter(draft))
     t = s.step()
     assert t.delta == 4 and t.target_forwards == 1 and len(t.nodes) == 4
     assert t.tau == t.accepted + 1 == len(t.committed_ids)

@@ -12,6 +12,7 @@ from core.lossless_check import assert_equivalent, check_greedy_equivalence
 from core.loading import DEFAULT_TARGET
 from core.methods import build_method
 from core.model import CausalLM
+from core.drafters import ModelDrafter
 
 # a small ChatML-like template (the embedded tokenizer has none), trimming the content as Llama 3's does
 CHATML = ("{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | trim }}<|im_end|>\n"
@@ -105,7 +106,7 @@ METHODS = [(name, build_method(name, **knobs)) for name, knobs in [
 def test_every_method_equals_ar_on_chat_and_raw_prompts(chat_target, draft, heldout_prompts, mode):
     prompts = [prepare_prompt(chat_target.tokenizer, p, mode).ids for p in heldout_prompts[:3]]
     assert all(ids[0] == chat_target.tokenizer.bos_token_id for ids in prompts)
-    report = check_greedy_equivalence(chat_target, draft, prompts, METHODS, max_new_tokens=24)
+    report = check_greedy_equivalence(chat_target, lambda: ModelDrafter(draft), prompts, METHODS, max_new_tokens=24)
     assert report.compared == 3 * len(METHODS)
     assert_equivalent(report)
 

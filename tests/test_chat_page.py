@@ -9,7 +9,7 @@ import pytest
 
 from core.chat import prepare_prompt
 from core.engine import Session
-from core.lossless_check import Report, assert_equivalent, compare
+from core.lossless_check import Report, assert_equivalent, compare_tokens
 from core.loading import DEFAULT_TARGET
 from core.methods import build_method
 from ui import handlers as h
@@ -48,7 +48,7 @@ def test_a_template_wraps_the_prompt_and_the_page_greys_it(chat, chat_embedded, 
     assert list(run.snap.ids[:run.snap.prompt_len]) == ids  # exactly apply_chat_template's ids
     ar_ids = Session(target, build_method("ar"), ids, max_new_tokens=16).generate().output_ids
     report = Report()
-    compare(target, ids, ar_ids, run.output_ids[:len(ar_ids)], "talon on the templated prompt", report)
+    compare_tokens(target, ids, ar_ids, run.output_ids[:len(ar_ids)], "talon on the templated prompt", report)
     assert_equivalent(report)
 
 

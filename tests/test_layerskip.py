@@ -9,7 +9,7 @@ import torch
 
 import cli.train_layerskip as tl
 from cli.model_card import legs_text
-from cli.train_layerskip import ROTATION, drop_probs, exits_at, forward_layers
+from cli.train_layerskip import ROTATION, drop_probs, exit_layers_of_step, run_with_exits
 from tests.tiny_models import tiny_hf
 
 
@@ -20,21 +20,21 @@ def test_dropout_rises_from_zero_at_the_first_layer_to_p_max_at_the_last():
 
 def test_every_layer_below_the_last_gets_the_exit_loss_once_per_rotation():
     L = 12
-    seen = [i for step in range(ROTATION) for i in exits_at(step, L)]
+    seen = [i for step in range(ROTATION) for i in exit_layers_of_step(step, L)]
     assert sorted(seen) == list(range(L - 1))
-    assert all(L - 1 not in exits_at(step, L) for step in range(ROTATION))
+    assert all(L - 1 not in exit_layers_of_step(step, L) for step in range(ROTATION))
 
 
 def test_the_layer_by_layer_forward_is_the_models_own_and_a_skipped_layer_passes_its_input_through():
     model = tiny_hf("llama", num_hidden_layers=4)
     x = torch.randint(0, 64, (2, 10))
     with torch.no_grad():
-        final, early = forward_layers(model, x, [True] * 4, [0, 2])
+        final, early = run_with_exits(model, x, [True] * 4, [0, 2])
         assert torch.allclose(final, model(input_ids=x).logits, atol=1e-5)
         m = model.model
         assert torch.allclose(early[2], model.lm_head(m.norm(model(input_ids=x, output_hidden_states=True)
                                                              .hidden_states[3])), atol=1e-5)
-        skipped, _ = forward_layers(model, x, [True, False, True, True], [])
+        skipped, _ = run_with_exits(model, x, [True, False, True, True], [])
         del m.layers[1]  # the same model without layer 1 (its layer_idx gaps do not matter without a cache)
         model.config.num_hidden_layers = 3
         assert torch.allclose(skipped, model(input_ids=x, use_cache=False).logits, atol=1e-5)

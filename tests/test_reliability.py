@@ -84,7 +84,7 @@ def test_the_size_cap_refuses_a_large_repository(monkeypatch, public_bind):
     monkeypatch.setenv("SPECSCOPE_HUB_MAX_MB", "500")
     monkeypatch.setattr(models, "hub_reachable", lambda: True)
     monkeypatch.setattr(models, "hub_size_mb", lambda name: 14_000.0)
-    assert models.resolve("someone/huge-model", "target") == "someone/huge-model"  # allowed by name
+    assert models.resolve_model("someone/huge-model", "target") == "someone/huge-model"  # allowed by name
     with pytest.raises(ValueError, match="14,000 MB.*at most 500 MB"):
         models.get_models("someone/huge-model", "embedded", needs_draft=False)
 

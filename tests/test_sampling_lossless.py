@@ -13,6 +13,7 @@ from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs, top_p_filter, uniform
 from core.verify import ChainVerdict, verify_chain_sampling
+from core.drafters import ModelDrafter
 from tests.tiny_models import tiny_lm
 
 P_OK = 1e-3  # a correct sampler fails this by chance 1 time in 1000
@@ -80,7 +81,7 @@ def first_token_counts(target, draft, cfg_base: SamplingConfig, runs: int, gamma
     counts = np.zeros(target.config.vocab_size)
     for seed in range(runs):
         cfg = SamplingConfig(cfg_base.temperature, cfg_base.top_p, seed)
-        s = Session(target, build_method("chain", gamma=gamma), prompt, cfg, max_new_tokens=4, draft=draft)
+        s = Session(target, build_method("chain", gamma=gamma), prompt, cfg, max_new_tokens=4, draft=ModelDrafter(draft))
         counts[s.step().committed_ids[0]] += 1
     return counts
 

@@ -5,6 +5,7 @@ import torch
 from core.engine import Session
 from core.methods import build_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
+from core.drafters import ModelDrafter
 from tests.tiny_models import tiny_lm
 
 CONFIGS = [
@@ -19,16 +20,16 @@ CONFIGS = [
 @pytest.mark.slow
 def test_greedy_trees_equal_ar_on_heldout_prompts(target, draft, heldout_prompts, ar_reference):
     prompts = heldout_prompts[:20]
-    report = check_greedy_equivalence(target, draft, prompts, CONFIGS, reference=ar_reference)
+    report = check_greedy_equivalence(target, lambda: ModelDrafter(draft), prompts, CONFIGS, reference=ar_reference)
     assert report.compared == 20 * len(CONFIGS)
     assert_equivalent(report)
 
 
 def test_static_with_K1_gives_the_same_steps_as_chain(target, draft, heldout_prompts):
     for prompt in heldout_prompts[:3]:
-        chain = Session(target, build_method("chain", gamma=4), prompt, max_new_tokens=24, draft=draft).generate()
+        chain = Session(target, build_method("chain", gamma=4), prompt, max_new_tokens=24, draft=ModelDrafter(draft)).generate()
         static = Session(target, build_method("static", N=4, K=1, depth=3), prompt, max_new_tokens=24,
-                         draft=draft).generate()
+                         draft=ModelDrafter(draft)).generate()
         assert static.output_ids == chain.output_ids
         assert [t.tau for t in static.traces] == [t.tau for t in chain.traces]
 
@@ -44,7 +45,7 @@ def test_caches_after_tree_steps_equal_running_the_committed_tokens_autoregressi
     target, draft = tiny_lm("llama", seed=0), tiny_lm("llama", seed=3, num_hidden_layers=1)
     for name in ("talon", "static"):
         s = Session(target, build_method(name, N=12, K=3, mu=0.05, depth=3), [4, 9, 13, 2, 7], max_new_tokens=40,
-                    draft=draft)
+                    draft=ModelDrafter(draft))
         for _ in range(4):
             s.step()
         for lm, cache in ((target, s.tcache), (draft, s.drafter.cache)):
@@ -56,7 +57,7 @@ def test_caches_after_tree_steps_equal_running_the_committed_tokens_autoregressi
 
 
 def test_tree_trace_is_complete_enough_to_draw(target, draft, heldout_prompts):
-    s = Session(target, build_method("talon", N=24, K=4, mu=0.05), heldout_prompts[1], max_new_tokens=16, draft=draft)
+    s = Session(target, build_method("talon", N=24, K=4, mu=0.05), heldout_prompts[1], max_new_tokens=16, draft=ModelDrafter(draft))
     t = s.step()
     assert 1 <= len(t.nodes) <= 24 and t.delta == len(t.levels)
     assert all(n.parent < i for i, n in enumerate(t.nodes))

@@ -8,6 +8,7 @@ from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs
 from core.verify import TreeVerdict
+from core.drafters import ModelDrafter
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue
 from tests.tiny_models import tiny_lm
 
@@ -34,7 +35,7 @@ def sampled_joint(target, draft, cfg_base, runs) -> np.ndarray:
     counts = np.zeros((V, V + 1))
     for seed in range(runs):
         cfg = SamplingConfig(cfg_base.temperature, cfg_base.top_p, seed)
-        s = Session(target, build_method("talon", N=6, K=3, mu=0.1), PROMPT, cfg, max_new_tokens=2, draft=draft)
+        s = Session(target, build_method("talon", N=6, K=3, mu=0.1), PROMPT, cfg, max_new_tokens=2, draft=ModelDrafter(draft))
         while not s.done:
             s.step()
         out = s.output_ids + [V]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
-from core.drafters import Drafter, ModelDrafter
+from core.drafters import Drafter
 from core.eagle3_io import HeadLoadError
 from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 from core.model import CausalLM
@@ -150,7 +150,7 @@ def check_size(name: str, policy: HubPolicy) -> None:
         raise ValueError(f"'{name}' is {mb:,.0f} MB of weights; this server loads at most {policy.max_mb:,} MB")
 
 
-def resolve(name: str, role: str) -> str:
+def resolve_model(name: str, role: str) -> str:
     """What load_model gets for the name typed in the model box; raises ValueError for anything else."""
     name = (name or "").strip()
     if name in ("", EMBEDDED):
@@ -168,58 +168,52 @@ def resolve_head(name: str) -> str | None:
     name = (name or "").strip()
     if name in ("", EMBEDDED):
         return None
-    return resolve(name, "draft")
+    return resolve_model(name, "draft")
+
+
+def drafter_weights(drafter: str, draft_name: str) -> str | None:
+    """What the draft box names for this drafter: a draft LM (model), a head (eagle3, None = the embedded one),
+    nothing (lookup); allowed and size-checked like a target when a visitor typed a Hub id."""
+    if drafter == "lookup":
+        return None
+    src = resolve_model(draft_name, "draft") if drafter == "model" else resolve_head(draft_name)
+    if src is not None and (draft_name or "").strip() not in ("", EMBEDDED):  # a visitor's Hub id
+        check_size(src, hub_policy())
+    return src
 
 
 def get_models(target_name: str, draft_name: str, needs_draft: bool,
-               drafter: str = "model") -> tuple[CausalLM, CausalLM | Drafter | None]:
-    """Shared read-only weights (load_model caches them); raises ValueError with a one-line reason.
-    The second item is what Session takes as `draft`: the draft LM for drafter 'model' (wrapped by the
-    Session, as before), a fresh drafter of its own for 'eagle3' (the draft box names its head) or
-    'lookup', None when nothing drafts."""
+               drafter: str = "model") -> tuple[CausalLM, Drafter | None]:
+    """The target (shared read-only weights: load_model caches them) and, when the method drafts, a fresh
+    drafter of the chosen kind for one session; raises ValueError with a one-line reason."""
     if drafter not in DRAFTERS:
         raise ValueError(f"unknown drafter '{drafter}' (choose from {', '.join(DRAFTERS)})")
-    use_lm = needs_draft and drafter == "model"
-    target_src = resolve(target_name, "target")
-    draft_src = resolve(draft_name, "draft") if use_lm else None
-    for typed, src in ((target_name, target_src), (draft_name, draft_src)):
-        if src is not None and (typed or "").strip() not in ("", EMBEDDED):  # a visitor's Hub id, not the operator's
-            check_size(src, hub_policy())
+    target_src = resolve_model(target_name, "target")
+    if (target_name or "").strip() not in ("", EMBEDDED):  # a visitor's Hub id, not the operator's
+        check_size(target_src, hub_policy())
     try:
         target = load_model(target_src, device())  # load_model serialises loads itself
-        draft = load_model(draft_src, device()) if draft_src else None
     except ModelLoadError as exc:
         raise ValueError(str(exc)) from None
-    if draft is not None and len(draft.tokenizer) != len(target.tokenizer):
-        raise ValueError("the draft and target tokenizers differ; pick a draft from the target's family")
-    if needs_draft and drafter != "model":
-        head = resolve_head(draft_name) if drafter == "eagle3" else None
-        if head is not None:
-            check_size(head, hub_policy())
-        return target, new_drafter(drafter, target, head)
-    return target, draft
+    if not needs_draft:
+        return target, None
+    return target, new_drafter(drafter, target, drafter_weights(drafter, draft_name))
 
 
 _FACTORIES: dict[tuple[str, int, str | None], DrafterFactory] = {}
 
 
-def new_drafter(name: str, target: CausalLM, head: str | None = None) -> Drafter:
-    """A fresh drafter (its own caches) for one session; the weights behind it (an EAGLE-3 head: `head`, or
-    the embedded one, which fits the embedded target only) are loaded once per target and shared. A head
-    that does not fit the target says why in one line."""
-    key = (name, id(target), head)  # load_model caches targets, so the id is stable while the target lives
+def new_drafter(name: str, target: CausalLM, weights: str | None = None) -> Drafter:
+    """A fresh drafter (its own caches) for one session; the weights behind it (a draft LM, or an EAGLE-3 head:
+    the embedded one fits the embedded target only) are loaded once per target and shared. Weights that do
+    not fit the target say why in one line."""
+    key = (name, id(target), weights)  # load_model caches targets, so the id is stable while the target lives
     if key not in _FACTORIES:
         try:
-            _FACTORIES[key] = drafter_factory(name, target, head, device())
+            _FACTORIES[key] = drafter_factory(name, target, weights, device())
         except (HeadLoadError, ModelLoadError) as exc:
             raise ValueError(f"drafter '{name}' cannot be used with this target: {exc}") from None
     return _FACTORIES[key]()
-
-
-def drafter_for(target_name: str, draft_name: str, drafter: str) -> tuple[CausalLM, Drafter]:
-    """The target and a drafter instance of this kind (the draft LM wrapped), e.g. to measure its costs."""
-    target, draft = get_models(target_name, draft_name, True, drafter)
-    return target, ModelDrafter(draft) if isinstance(draft, CausalLM) else draft
 
 
 

@@ -156,7 +156,7 @@ def cost_curve(run: Run | None, target: str = "embedded", draft: str = "embedded
     """This machine's t_verify(n) with the TALON run's N marked and its modelled speed-up over N (the run's
     own target and drafter when there is a run, else the Tune tab's choice)."""
     v = cost_view(run, target, draft, drafter)
-    parts = v.cost.key.split("|")  # device | model | dtype | drafter
-    device, dtype, kind = parts[0], parts[-2], parts[-1]
+    parts = v.cost.key.split("|")  # device | model | dtype | drafter identity (kind:weights)
+    device, dtype, kind = parts[0], parts[-2], parts[-1].split(":")[0]
     title = f"Cost curve of this machine ({device}, {dtype.replace('torch.', '')}, drafter {kind})"
     return cost_curve_figure(v.cost.verify_n, v.cost.verify_ms, v.chosen_n, v.speedup, title, v.note)

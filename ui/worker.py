@@ -22,7 +22,7 @@ from core.methods import build_method
 from core.trace import StepTrace
 from ui.gpu import gpu
 from ui.limits import cached_sessions
-from ui.models import drafter_for, get_models
+from ui.models import get_models
 
 
 def timed_step(session: Session) -> float:
@@ -34,19 +34,11 @@ def timed_step(session: Session) -> float:
     return max(0.0, ms - session.prefill_ms) if prefills else ms
 
 
-def build(method: str, knobs: dict):
-    """build_method with a clear message when a method's module has not landed in this build."""
-    try:
-        return build_method(method, **knobs)
-    except ImportError as exc:
-        raise ValueError(f"'{method}' is not available in this build ({exc})") from None
-
-
 def new_session(cfg, prefix: list[int] | None = None) -> tuple[Session, list[tuple[str, bool]]]:
     """An engine session for a RunConfig (ui/run.py): its method, models and drafter, started from the prompt
     (in the target's chat template when cfg.chat says so) or from `prefix` ids. Also the prompt as the page
     shows it: (text, added by the template?) parts."""
-    m = build(cfg.method, dict(cfg.knobs))
+    m = build_method(cfg.method, **dict(cfg.knobs))
     target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
     tok = target.tokenizer
     if prefix is not None:
@@ -199,12 +191,12 @@ def load_pair(target: str, draft: str) -> str:
     """Load the chosen pair now, so the first Step does not pay for it; one line about it."""
     t, d = get_models(target, draft, needs_draft=True)
     return (f"Loaded target '{target or 'embedded'}' ({t.num_layers} layers, {len(t.tokenizer)} tokens) and "
-            f"draft '{draft or 'embedded'}' ({d.num_layers} layers), on {t.device}.")
+            f"draft '{draft or 'embedded'}' ({d.lm.num_layers} layers), on {t.device}.")
 
 
 @gpu(duration=60)
 def cost_curve(target: str, draft: str, drafter: str) -> CostModel:
     """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (cached per device,
     model, dtype and drafter; the first measurement takes a few seconds)."""
-    tgt, instance = drafter_for(target, draft, drafter)
+    tgt, instance = get_models(target, draft, True, drafter)
     return measure(tgt, instance, progress=lambda line: print(line, flush=True))

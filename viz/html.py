@@ -115,9 +115,8 @@ def auto_html(trace: StepTrace) -> str:
     a = trace.auto
     if a is None:
         return ""
-    mu = "" if a.mu is None else f", μ = {num(a.mu, 'g')}"
     T = "" if a.T_shape is None else f", T_shape = {num(a.T_shape, 'g')}"
-    return f'<div class="ss-note">auto chose N = {num(a.N, "d")}{mu}{T} for this step: {esc(a.reason)}</div>'
+    return f'<div class="ss-note">auto chose N = {num(a.N, "d")}{T} for this step: {esc(a.reason)}</div>'
 
 
 def levels_html(trace: StepTrace | None) -> str:
