@@ -5,6 +5,7 @@ import json
 import pytest
 
 import core.cost_model as cm
+import core.exit_heads
 from core import cost_cache
 from core.drafters import LookupDrafter
 from core.paths import cache_home
@@ -113,5 +114,4 @@ def test_one_cache_home(monkeypatch, tmp_path):
     monkeypatch.delenv("SPECSCOPE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_home() == tmp_path / "specscope"
-    import core.exit_heads
     assert cm.CACHE_DIR == core.exit_heads.CACHE_ROOT.parent  # curves and Hub models' exit heads: one home
