@@ -61,9 +61,9 @@ def tune_tab(models: dict, talon_run: gr.State) -> dict:
         c["kind"] = gr.Radio(list(SWEEPS), value=next(iter(SWEEPS)), label="sweep", elem_id="tune-kind")
         c["x_values"] = gr.Textbox(value=first.xs, label=f"{symbol(first.x)} values", elem_id="tune-x")
         c["y_values"] = gr.Textbox(value=first.ys, label=f"{symbol(first.y)} values", elem_id="tune-y")
-    c["fixed"] = gr.Textbox(value=fixed_text(first.fixed), label="fixed knobs (held in every cell)", elem_id="tune-fixed",
-                            info="name = value pairs, e.g. K = 2, T_shape = 0.5; empty: the sweep's own; a knob left "
-                                 "out takes the method's default (the summary lists every knob held)")
+    c["fixed"] = gr.Textbox(value=fixed_text(first.fixed), label="fixed knobs (held in every cell)",
+                            elem_id="tune-fixed", info="name = value pairs, e.g. K = 2, T_shape = 0.5; empty: the "
+                            "sweep's own; a knob left out takes the method's default (the summary lists every knob held)")
     with gr.Row():
         c["n_prompts"] = gr.Slider(1, 5, value=3, step=1, label="prompts", elem_id="tune-prompts")
         c["max_new_tokens"] = gr.Slider(8, 64, value=32, step=1, label="max new tokens", elem_id="tune-max-new")

@@ -98,7 +98,8 @@ def parse_fixed(method: str, text: str, swept: tuple[str, ...]) -> dict:
         if not pair.strip():
             continue
         if "=" not in pair:
-            raise ValueError(f"fixed knobs are 'name = value' pairs, e.g. 'K = 2, T_shape = 0.5' (got {pair.strip()!r})")
+            raise ValueError(f"fixed knobs are 'name = value' pairs, e.g. 'K = 2, T_shape = 0.5' "
+                             f"(got {pair.strip()!r})")
         key, value = (s.strip() for s in pair.split("=", 1))
         name = names.get(key)
         if name is None or name in NOT_FIXED:
