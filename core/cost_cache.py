@@ -4,6 +4,7 @@ thread count is wrong for `auto` and for the page, so a file expires after a day
 and whenever the machine's fingerprint differs from the one it was measured on."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ def max_age_s() -> float:
         return DEFAULT_MAX_AGE_S
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
