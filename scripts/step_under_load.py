@@ -4,7 +4,7 @@ test: it times things). Figures for README's Hosting section.
     OMP_NUM_THREADS=1 python scripts/step_under_load.py            # nothing else running on the machine
 
 1. alone: one client steps TALON `--steps` times; the median Step round trip.
-2. under load: two other clients each start a maximum-size Tune (5 prompts × 64 tokens × 16 cells); while
+2. under load: two other clients each start a maximum-size Tune (5 prompts × 64 tokens × 18 cells); while
    they run, the first client steps again; the median round trip and its ratio to alone.
 The Tunes are cancelled afterwards. Exit status 1 when the ratio exceeds --max-ratio.
 """

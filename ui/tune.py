@@ -20,6 +20,7 @@ MAX_CELLS = 25
 # Why 64: below about a dozen steps a resampled range says little, and on a shared CPU one slow step moves a
 # cell by more than the gaps between neighbouring settings; the README's grids time 12 prompts × 64 tokens.
 MIN_RANK_TOKENS = 64
+WARM_TOKENS = 8  # untimed tokens before the grid (warm_up)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,15 @@ def parts(g: Grid) -> list[str]:
     return ["plain AR (before the grid)", *(g.label(x, y) for y in g.ys for x in g.xs), "plain AR (after the grid)"]
 
 
+def warm_up(g: Grid, prompt: str, cfg: RunConfig, check: Callable[[], None] | None = None) -> None:
+    """A few untimed tokens of AR and of the first cell: the first engine calls of a process, a model or a
+    drafter pay one-off costs (allocations, thread pools, caches) that would otherwise fall on the AR pass
+    before the grid and on the first cell, and make the first cell look slower than its neighbours."""
+    short = replace(cfg, prompt=prompt, max_new_tokens=min(WARM_TOKENS, cfg.max_new_tokens))
+    for method, knobs in (("ar", {}), (g.method, g.knobs(g.xs[0], g.ys[0]))):
+        Run(replace(short, method=method, knobs=tuple(knobs.items()))).to_end(check).forget()
+
+
 def sweep(g: Grid, prompts: list[str], cfg: RunConfig, check: Callable[[], None] | None = None
           ) -> Iterator[SweepResult]:
     """Yields the grid so far after the AR pass before it and after each cell, in parts() order (unfinished
@@ -140,6 +150,7 @@ def sweep(g: Grid, prompts: list[str], cfg: RunConfig, check: Callable[[], None]
 
     cells: list[list[Cell | None]] = [[None] * len(g.xs) for _ in g.ys]
     scores: list[list[CellScore | None]] = [[None] * len(g.xs) for _ in g.ys]
+    warm_up(g, prompts[0], cfg, check)
     before = ar_pass()
     yield SweepResult(g, [row[:] for row in scores])
     for i, y in enumerate(g.ys):
