@@ -8,9 +8,10 @@ when a model has no trained heads. At ℓ = L the "head" is the model's own head
 
 Files: `exit_heads.safetensors` (+ `exit_heads.json`: rank, layers, metrics) in the model's
 folder, or under `exit_heads/<model id>/` in the cache home (core/paths.py) for Hub models, and
-`exit_vocab.safetensors`: the vocabulary in order of frequency in the heads' training text. With it an exit check can score only the
-V_exit most frequent tokens (`logits(..., vocab=)`, as EAGLE-3 does for its draft vocabulary): on the
-embedded 256-wide target a full 8192-way check costs ~0.85 of a decoder layer, a 2048-way one ~0.4.
+`exit_vocab.safetensors`: the vocabulary in order of frequency in the heads' training text. With it an exit
+check can score only the V_exit most frequent tokens (`logits(..., vocab=)`, as EAGLE-3 does for its draft
+vocabulary): on the embedded 256-wide target a full 8192-way check costs ~0.85 of a decoder layer, a 2048-way
+one ~0.4.
 """
 from __future__ import annotations
 
