@@ -55,7 +55,8 @@ def main() -> None:
                       "embedded", "embedded", args.drafter)
     t0 = time.perf_counter()
     *_, res = sweep(g, prompts, cfg)
-    print(f"# {args.sweep} on {args.drafter}: {args.prompts} prompt(s) × {args.max_new_tokens} tokens, greedy; "
+    on = f" on {args.drafter}" if g.method in ("chain", "static", "talon") else ""
+    print(f"# {args.sweep}{on}: {args.prompts} prompt(s) × {args.max_new_tokens} tokens, greedy; "
           f"held: {fixed_text(g.held) or 'nothing'}; {time.perf_counter() - t0:.0f} s")
     print("\nspeed-up over AR (10th–90th percentile; ⚠ too few tokens to rank)\n")
     print("\n".join(table(res, speed)))
