@@ -73,8 +73,8 @@ def tune_tab(models: dict, talon_run: gr.State) -> dict:
             stop = gr.Button("Cancel", elem_id="tune-cancel")
     c["status"] = gr.HTML(elem_id="tune-status", min_height=0)
     with gr.Row():
-        c["mat"] = gr.Plot(label="MAT", elem_id="tune-mat")
-        c["speedup"] = gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
+        c["mat"] = gr.Plot(show_label=False, elem_id="tune-mat")  # the figures' titles say what they are
+        c["speedup"] = gr.Plot(show_label=False, elem_id="tune-speedup")
     c["summary"] = gr.HTML(elem_id="tune-summary", min_height=0)
     c["kind"].change(**named(sweep_defaults, ("kind",), ("x_values", "y_values", "fixed"), c), api_visibility="private")
     running = go.click(**named(run_sweep, TUNE_INPUTS, ("mat", "speedup", "summary", "status"), c), api_name="sweep",

@@ -113,9 +113,12 @@ def sweep_defaults(kind: str) -> dict:
                                 placeholder="" if fixed else "nothing else to hold: the chain's one knob is swept")}
 
 
-def tune_label(g, cfg, n: int) -> str:
+def tune_label(g, cfg, n: int, held: str) -> str:
+    """The heatmaps' title after the measure's name: the method, then what ran and what was held, escaped."""
     on = f" on {cfg.drafter}" if g.method in ("chain", "static", "talon") else ""
-    return f"{g.method.upper()}{on}, {n} prompt(s) × {cfg.max_new_tokens} tokens, greedy"
+    runs = f"{n} prompt(s) × {cfg.max_new_tokens} tokens, greedy"
+    return esc(f"{g.method.upper()}{on}") + f"<br><sub>{esc(runs)}" + (f"<br>held: {esc(held)}" if held else "") + \
+        "</sub>"
 
 
 @friendly
@@ -133,13 +136,12 @@ def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_n
     g = grid(kind, x_values, y_values, fixed if str(fixed or "").strip() else None)
     job = Job(f"Tune: {len(g.xs) * len(g.ys)} cells and AR before and after, each {n} prompt(s) × up to "
               f"{cfg.max_new_tokens} tokens", parts(g), n * cfg.max_new_tokens, ar_ms_per_token(cfg.target, prompts[0]))
-    label, held = tune_label(g, cfg, n), fixed_text(g.held)
-    x, y = symbol(g.x_name), symbol(g.y_name)
-    sub = f"<br><sub>held: {esc(held)}</sub>" if held else ""
+    held = fixed_text(g.held)
+    label, x, y = tune_label(g, cfg, n, held), symbol(g.x_name), symbol(g.y_name)
 
     def shown(res) -> dict:
-        return {"mat": mat_heatmap(g.xs, g.ys, res.scores, f"MAT · {esc(label)}{sub}", x, y),
-                "speedup": speedup_heatmap(g.xs, g.ys, res.scores, f"speed-up over AR · {esc(label)}{sub}", x, y),
+        return {"mat": mat_heatmap(g.xs, g.ys, res.scores, f"MAT · {label}", x, y),
+                "speedup": speedup_heatmap(g.xs, g.ys, res.scores, f"speed-up over AR · {label}", x, y),
                 "summary": ranking_html(res.ranked(), res.few, MIN_RANK_TOKENS, held, SPREAD_NOTE)}
 
     def flags(res) -> str:

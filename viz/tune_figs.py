@@ -19,6 +19,7 @@ SLOWER, EVEN, FASTER = "#b2182b", "#f7f7f7", "#2166ac"  # ColorBrewer RdBu ends:
 DIVERGING = [[0.0, SLOWER], [0.25, "#ef8a62"], [0.5, EVEN], [0.75, "#67a9cf"], [1.0, FASTER]]
 MIN_SPAN = 1.5  # the colour scale reaches at least 1/1.5× and 1.5×: a few per cent never looks decisive
 FEW = "⚠ too few tokens to rank"
+MAX_TIES = 5  # cells named as possibly as fast as the fastest; the rest counted
 
 
 @dataclass
@@ -53,15 +54,15 @@ def _heatmap(xs: list, ys: list, z: list[list[float | None]], text: list[list[st
                                texttemplate="%{text}", textfont=dict(size=13), hovertemplate="%{text}<extra></extra>",
                                xgap=2, ygap=2))
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=50, r=20, t=72, b=44),
-                      title=dict(text=title, x=0.01, y=1, yref="container", yanchor="top", pad=dict(t=12)))
+                      margin=dict(l=50, r=20, t=96, b=44),
+                      title=dict(text=title, x=0.01, y=1, yref="container", yanchor="top", pad=dict(t=16)))
     fig.update_xaxes(title=xlabel, type="category")
     fig.update_yaxes(title=ylabel, type="category")
     return fig
 
 
 def mat_heatmap(xs: list, ys: list, cells: list[list[CellScore | None]], title: str, xlabel: str, ylabel: str,
-                height: int = 340) -> go.Figure:
+                height: int = 380) -> go.Figure:
     """MAT per cell (a sequential scale: more is more), with its 10th-90th percentile over resampled steps."""
     z = [[None if c is None else c.mat for c in row] for row in cells]
     text = [["" if c is None else _cell_text(f"{c.mat:.2f}", _range(*(c.mat_range or (None, None))), c.few)
@@ -72,7 +73,7 @@ def mat_heatmap(xs: list, ys: list, cells: list[list[CellScore | None]], title: 
 
 
 def speedup_heatmap(xs: list, ys: list, cells: list[list[CellScore | None]], title: str, xlabel: str, ylabel: str,
-                    height: int = 340) -> go.Figure:
+                    height: int = 380) -> go.Figure:
     """Measured speed-up over AR per cell with its range; red slower, blue faster, pale at 1.0×."""
     sp = [[None if c is None or c.speedup is None else c.speedup for c in row] for row in cells]
     z = [[None if s is None or s.value <= 0 else math.log2(s.value) for s in row] for row in sp]
@@ -124,8 +125,10 @@ def ranking_html(cells: list[Ranked], few: int, min_tokens: int, held: str, spre
         line = (f"<b>Fastest:</b> {esc(best.label)}: {num(best.speedup.value, '.2f', '×')} "
                 f"({esc(_range(best.speedup.lo, best.speedup.hi, '×') or 'no range')})")
         if ties:
-            names = "; ".join(f"{esc(c.label)} ({num(c.speedup.value, '.2f', '×')})" for c in ties)
-            line += f". Within its range, so possibly as fast: {names}"
+            ties.sort(key=lambda c: -c.speedup.value)
+            names = "; ".join(f"{esc(c.label)} ({num(c.speedup.value, '.2f', '×')})" for c in ties[:MAX_TIES])
+            more = f" and {len(ties) - MAX_TIES} more" if len(ties) > MAX_TIES else ""
+            line += f". Within its range, so possibly as fast: {names}{more}"
         lines.append(line)
     if few:
         lines.append(f'<span class="ss-warn" role="alert">{FEW}: {few} cell(s) timed fewer than {min_tokens} tokens; '
