@@ -4,7 +4,6 @@ the embedded models and prints its URL (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT 
 Layout and wiring only: handlers live in ui/handlers.py and ui/tab_handlers.py, figures in viz/."""
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 from pathlib import Path
@@ -26,10 +25,10 @@ from ui.models import EMBEDDED, model_box_info, pair_choices, preload
 from ui.preview import PREVIEW
 from ui.run import forget
 from ui.share import FIELDS, apply_link, share_query
-from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, cancel_compare, cancel_sweep, choose_pair, cost_curve,
-                             load_models, run_compare, run_sweep, sweep_defaults)
-from ui.tune import SWEEPS, symbol
-from ui.view_specs import VIEWS, ViewSpec, drafter_input
+from ui.long_tabs import compare_tab, tune_tab
+from ui.tab_handlers import choose_pair, load_models
+from ui.view_specs import VIEWS, ViewSpec
+from ui.wiring import named
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
 HEAD = "<script>" + (Path(__file__).parent / "assets" / "app.js").read_text(encoding="utf-8") + "</script>"
@@ -37,8 +36,6 @@ SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica N
 MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
 THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS)  # plain names: nothing fetched from outside
 ENGINE = "engine"  # interactive engine calls: Step, Play, the panels after a step (ui/limits.engine_concurrency)
-LONG = dict(concurrency_id="long", concurrency_limit=1)  # Compare, Tune, cost curve: one at a time per server,
-# in their own group so a Step never queues behind them (they also pause between steps: ui/priority.py)
 IMPORTS = dict(concurrency_id="import", concurrency_limit=1)  # trace imports: parsing is bounded, and serial
 
 
@@ -97,24 +94,6 @@ def prompt_row(prefix: str) -> tuple:
 def speed_timer() -> tuple:
     speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="play speed (seconds per step)")
     return speed, gr.Timer(0.8, active=False)
-
-
-def named(fn, inputs: tuple[str, ...], outputs: tuple[str, ...], c: dict) -> dict:
-    """Gradio calls a handler with its inputs in order and wants its outputs in order; our handlers take
-    and return values by name. A name the handler leaves out is left as it is on the page."""
-    def ordered(update: dict):
-        values = tuple(update.get(n, gr.skip()) for n in outputs)
-        return values[0] if len(values) == 1 else values  # Gradio takes one output bare
-
-    if inspect.isgeneratorfunction(fn):
-        def call(*values):
-            for update in fn(**dict(zip(inputs, values))):
-                yield ordered(update)
-    else:
-        def call(*values):
-            return ordered(fn(**dict(zip(inputs, values))))
-    call.__name__ = getattr(fn, "__name__", "handler")
-    return dict(fn=call, inputs=[c[n] for n in inputs], outputs=[c[n] for n in outputs])
 
 
 def wire_stepping(spec: ViewSpec, c: dict) -> None:
@@ -207,65 +186,6 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
     if spec.wire is not None:
         spec.wire(c)
     return c
-
-
-def compare_tab(models: dict) -> dict:
-    gr.Markdown("One prompt through every method, each run to the end and timed on this machine.")
-    with gr.Row():
-        prompt = gr.Textbox(value=default_prompt(), lines=3, label="prompt", scale=3)
-        with gr.Column(scale=1):
-            max_new = gr.Slider(8, 128, value=48, step=1, label="max new tokens", elem_id="compare-max-new",
-                                elem_classes="ss-knob")
-            temperature = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
-                                    elem_classes="ss-knob")
-            drafter = drafter_input("compare-drafter")
-            trees = gr.Radio([(label, name) for name, label in TREE_SETTINGS.items()], value="paper",
-                             label="static and TALON settings", elem_id="compare-trees",
-                             info="the papers' preset, or the small deep tree measured fastest on this CPU")
-            with gr.Row():
-                go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
-                stop = gr.Button("Cancel", elem_id="compare-cancel")
-    status = gr.HTML(elem_id="compare-status", min_height=0)
-    table = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
-                         column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
-    plot = gr.Plot(show_label=False, elem_id="compare-plot")
-    inputs = [prompt, max_new, temperature, models["target"], models["draft"], drafter, trees, models["chat"]]
-    running = go.click(run_compare, inputs, [table, plot, status], api_name="compare", show_progress="minimal", **LONG)
-    stop.click(cancel_compare, None, [status], cancels=[running], api_name="compare_cancel")
-    return {"drafter": drafter}
-
-
-def tune_tab(models: dict, talon_state: gr.State) -> dict:
-    gr.Markdown("Sweep two knobs over a few example prompts (greedy). Each cell runs every prompt to the end.")
-    first = list(SWEEPS)[0]
-    with gr.Row():
-        kind = gr.Radio(list(SWEEPS), value=first, label="sweep")
-        x_vals = gr.Textbox(value=SWEEPS[first][3], label=f"{symbol(SWEEPS[first][1])} values")
-        y_vals = gr.Textbox(value=SWEEPS[first][4], label=f"{symbol(SWEEPS[first][2])} values")
-    with gr.Row():
-        n_prompts = gr.Slider(1, 5, value=2, step=1, label="prompts")
-        max_new = gr.Slider(8, 64, value=24, step=1, label="max new tokens")
-        drafter = drafter_input("tune-drafter")
-        with gr.Column(min_width=160):
-            go = gr.Button("Run sweep", variant="primary", elem_id="tune-run")
-            stop = gr.Button("Cancel", elem_id="tune-cancel")
-    status = gr.HTML(elem_id="tune-status", min_height=0)
-    with gr.Row():
-        mat, speed = gr.Plot(label="MAT", elem_id="tune-mat"), gr.Plot(label="speed-up over AR", elem_id="tune-speedup")
-    kind.change(sweep_defaults, [kind], [x_vals, y_vals], api_visibility="private")
-    inputs = [kind, x_vals, y_vals, n_prompts, max_new, models["target"], models["draft"], drafter, models["chat"]]
-    running = go.click(run_sweep, inputs, [mat, speed, status], api_name="sweep", show_progress="minimal", **LONG)
-    stop.click(cancel_sweep, None, [status], cancels=[running], api_name="sweep_cancel")
-    gr.Markdown("### This machine's cost curve\nHow long one target forward takes for n new tokens, measured here "
-                "(cached per device, model and drafter; the first measurement takes a few seconds), with the N your "
-                "TALON run used marked, and the speed-up over AR modelled for that run at each budget N.")
-    measure = gr.Button("Measure / show the cost curve", elem_id="tune-cost-run")
-    curve = gr.Plot(show_label=False, elem_id="tune-cost")
-    with gr.Accordion("Learn: why the best tree is small on a CPU and large on a GPU", open=False):
-        gr.Markdown(learn.HARDWARE)
-    measure.click(cost_curve, [talon_state, models["target"], models["draft"], drafter], [curve], api_name="cost_curve",
-                  **LONG)
-    return {"drafter": drafter}
 
 
 def model_block() -> dict:

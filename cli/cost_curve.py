@@ -29,6 +29,10 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|" + "---|" * len(cost.verify_n))
     print("| t_verify ms | " + " | ".join(f"{x:.1f}" for x in cost.verify_ms) + " |")
     print("| ratio to n = 1 | " + " | ".join(f"{x / cost.verify_ms[0]:.2f}" for x in cost.verify_ms) + " |")
+    if cost.retimed:
+        print(f"# timed again as outliers (the fastest kept): n = {', '.join(map(str, cost.retimed))}")
+    if cost.flag:
+        print(f"# warning: {cost.flag}")
     if cost.draft_width:
         print()
         print("| frontier width | " + " | ".join(map(str, cost.draft_width)) + " |")

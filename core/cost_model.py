@@ -4,32 +4,38 @@ t_draft(width), one drafter forward over a frontier of that width — measured, 
 On a CPU a forward costs about linearly in its tokens, so small trees win; on a GPU a 60-token forward
 costs about what a 1-token one does, so large trees pay. The curves are measured once per (device,
 model, dtype, drafter) over a realistic cache length, stored with the numbers they came from (in
-memory and as JSON under ~/.cache/specscope), and read piecewise-linearly.
+memory and as JSON in the cache home, core/paths.py; both expire: core/cost_cache.py), and read
+piecewise-linearly. A point that a busy machine inflated (it costs more than a larger forward, or rises
+faster than linearly in n) is timed again; a curve that still does not rise with n is flagged, shown as such
+and never written to disk.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
 
+from core import cost_cache
 from core.drafters import Drafter
 from core.model import CausalLM
 from core.trace import ROOT
 from core.draft_tree import DraftTree
+from core.paths import cache_home
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)
 CONTEXT = 256  # cached tokens the timed forwards attend to
-CACHE_DIR = Path.home() / ".cache" / "specscope"
-_MEMO: dict[str, "CostModel"] = {}  # measured once per process: the machine's, shared read-only like the weights
+CACHE_DIR = cache_home()
+_MEMO: dict[str, "CostModel"] = {}  # the machine's curves, shared read-only like the weights; they expire
+OUTLIER = 1.25  # a forward timed this much above a larger forward was slowed by load (a quiet CPU: within 10%)
+STEEPER = 1.5  # ... or rising this much faster than linearly in n from the size before it
+RETRIES = 2  # extra timings of a suspect point; the fastest median stands (load only ever adds time)
+NOISE_MS = 1.0  # ... and only by more than this: a sub-millisecond forward jitters by more than OUTLIER
 log = logging.getLogger("specscope")
 
 
@@ -40,6 +46,10 @@ class CostModel:
     verify_ms: list[float]
     draft_width: list[int]
     draft_ms: list[float]
+    measured_at: float = 0.0  # time.time() of the measurement
+    fingerprint: str = ""  # the machine it was measured on (core/cost_cache.fingerprint)
+    retimed: list[int] = field(default_factory=list)  # verify sizes timed again as outliers
+    flag: str = ""  # why this curve is not trusted (it does not rise with n even after re-timing); "" when fine
 
     def t_verify(self, n: float) -> float:
         """Milliseconds of one target forward over n new tokens (pending + tree nodes), read on the
@@ -108,18 +118,56 @@ def _fitting(target: CausalLM) -> tuple[list[int], list[int], int]:
     return ids, sizes, context
 
 
+@dataclass
+class VerifyCurve:
+    sizes: list[int]
+    ms: list[float]
+    retimed: list[int]  # sizes timed again as outliers
+
+
+def outliers(sizes: list[int], ms: list[float]) -> list[int]:
+    """Indices whose time no forward can have on a quiet machine: above a larger forward's time by OUTLIER,
+    or rising faster than linearly in n from the size before by STEEPER (either by more than NOISE_MS)."""
+    out = []
+    for i, t in enumerate(ms):
+        larger = min(ms[i + 1:], default=float("inf"))
+        linear = ms[i - 1] * sizes[i] / sizes[i - 1] if i else float("inf")
+        if t > max(OUTLIER * larger, larger + NOISE_MS) or t > max(STEEPER * linear, linear + NOISE_MS):
+            out.append(i)
+    return out
+
+
+def not_rising(sizes: list[int], ms: list[float]) -> str:
+    """Why the curve is not a cost curve ('' when it rises with n, within OUTLIER)."""
+    for i, t in enumerate(ms):
+        j = min(range(i + 1, len(ms)), key=lambda k: ms[k], default=None)
+        if j is not None and t > max(OUTLIER * ms[j], ms[j] + NOISE_MS):
+            return (f"t_verify({sizes[i]}) = {t:.1f} ms is above t_verify({sizes[j]}) = {ms[j]:.1f} ms even after "
+                    f"re-timing: the machine was busy; re-measure when it is quiet (this curve is not kept on disk)")
+    return ""
+
+
 @torch.inference_mode()
-def _verify_curve(target: CausalLM, reps: int) -> tuple[list[int], list[float]]:
+def _verify_curve(target: CausalLM, reps: int) -> VerifyCurve:
+    """t_verify at every size that fits, then each outlier timed again (RETRIES times, the fastest kept)."""
     ctx, sizes, context = _fitting(target)
     cache = target.new_cache(context + max(sizes) + 1)
     target.forward(ctx[:context], range(context), cache)
-    out = []
-    for n in sizes:
+
+    def time_n(n: int) -> float:
         def run() -> None:
             cache.rollback(context)
             target.forward(ctx[:n], range(context, context + n), cache)
-        out.append(median_ms(run, reps))
-    return sizes, out
+        return median_ms(run, reps)
+
+    ms = [time_n(n) for n in sizes]
+    retimed: list[int] = []
+    for _ in range(RETRIES):
+        suspects = outliers(sizes, ms)
+        for i in suspects:
+            ms[i] = min(ms[i], time_n(sizes[i]))
+        retimed += [sizes[i] for i in suspects if sizes[i] not in retimed]
+    return VerifyCurve(sizes, ms, retimed)
 
 
 @torch.inference_mode()
@@ -150,29 +198,31 @@ def _draft_curve(target: CausalLM, drafter: Drafter, reps: int) -> tuple[list[in
 
 
 def measure(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: bool = True,
-            progress: Callable[[str], None] | None = None) -> CostModel:
+            progress: Callable[[str], None] | None = None, fresh: bool = False) -> CostModel:
     """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
     fresh drafter of the same kind: the caller's is left alone), saying so first through `progress` (else
-    the log): a measurement takes seconds, so programs call this at load time, before anything is timed."""
+    the log): a measurement takes seconds, so programs call this at load time, before anything is timed.
+    A kept curve serves while it is younger than a day and from this machine; `fresh` measures anew."""
     key = f"{target.device}|{target.name}|{target.dtype}|{drafter.identity}"
-    if key in _MEMO:
-        return _MEMO[key]
-    path = CACHE_DIR / f"cost-{hashlib.sha1(key.encode()).hexdigest()[:16]}.json"
-    if use_disk and path.is_file():
+    machine = cost_cache.fingerprint(str(target.device))
+    known = None if fresh else _MEMO.get(key)
+    if known is not None and cost_cache.fresh_enough(known.to_dict(), machine):
+        return known
+    path = cost_cache.path_for(CACHE_DIR, key)
+    stored = cost_cache.load(path, machine) if use_disk and not fresh else None
+    if stored is not None:
         try:
-            _MEMO[key] = CostModel(**json.loads(path.read_text()))
+            _MEMO[key] = CostModel(**stored)
             return _MEMO[key]
-        except (TypeError, ValueError):
+        except TypeError:  # a file of another shape: measure
             pass
     (progress or log.info)(f"measuring this machine's cost curves ({target.device}, {target.name}, drafter "
-                           f"{drafter.name}): a few seconds, once")
+                           f"{drafter.name}): a few seconds")
     widths, draft_ms = _draft_curve(target, drafter.fresh(), reps)
-    model = CostModel(key, *_verify_curve(target, reps), widths, draft_ms)
+    curve = _verify_curve(target, reps)
+    model = CostModel(key, curve.sizes, curve.ms, widths, draft_ms, time.time(), machine, curve.retimed,
+                      not_rising(curve.sizes, curve.ms))
     _MEMO[key] = model
-    if use_disk:
-        try:
-            CACHE_DIR.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(model.to_dict()))
-        except OSError:
-            pass  # a read-only home: the in-memory copy still serves this process
+    if use_disk and not model.flag:
+        cost_cache.save(path, model.to_dict())
     return model

@@ -7,10 +7,11 @@ lens" (final norm + LM head applied to the intermediate state), which is also th
 when a model has no trained heads. At ℓ = L the "head" is the model's own head.
 
 Files: `exit_heads.safetensors` (+ `exit_heads.json`: rank, layers, metrics) in the model's
-folder, or under `.cache/exit_heads/<model id>/` for Hub models, and `exit_vocab.safetensors`: the
-vocabulary in order of frequency in the heads' training text. With it an exit check can score only the
-V_exit most frequent tokens (`logits(..., vocab=)`, as EAGLE-3 does for its draft vocabulary): on the
-embedded 256-wide target a full 8192-way check costs ~0.85 of a decoder layer, a 2048-way one ~0.4.
+folder, or under `exit_heads/<model id>/` in the cache home (core/paths.py) for Hub models, and
+`exit_vocab.safetensors`: the vocabulary in order of frequency in the heads' training text. With it an exit
+check can score only the V_exit most frequent tokens (`logits(..., vocab=)`, as EAGLE-3 does for its draft
+vocabulary): on the embedded 256-wide target a full 8192-way check costs ~0.85 of a decoder layer, a 2048-way
+one ~0.4.
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from core.model import CausalLM
+from core.paths import cache_home
 
 WEIGHTS = "exit_heads.safetensors"
 VOCAB = "exit_vocab.safetensors"
 META = "exit_heads.json"
-CACHE_ROOT = Path(__file__).resolve().parent.parent / ".cache" / "exit_heads"
+CACHE_ROOT = cache_home() / "exit_heads"  # heads trained for Hub models (core/paths.py)
 TRAINED, LOGIT_LENS = "trained", "logit-lens"
 
 

@@ -157,29 +157,82 @@ def _percentile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
-def measured_speedup(taus: list[int], step_ms: list[float], baseline: Baseline | None) -> Speedup | None:
-    """AR time over run time for the output positions both have timed; the spread resamples steps."""
-    if baseline is None:
-        return None
-    pairs, start = [], 0  # (run ms, AR ms) per step over the same positions
+MIN_RESAMPLED = 3  # steps below which resampling them says nothing
+
+
+def step_pairs(taus: list[int], step_ms: list[float], baseline: Baseline) -> list[tuple[float, float]]:
+    """(run ms, AR ms) per step over the same output positions, up to where AR has timed them all."""
+    pairs, start = [], 0
     for tau, ms in zip(taus, step_ms):
         ar = baseline.ms_for(start, start + tau)
         if ar is None or ms <= 0:
             break
         pairs.append((ms, ar))
         start += tau
-    run_ms = sum(p[0] for p in pairs)
-    if not pairs or run_ms <= 0:
+    return pairs
+
+
+def _ratio(pairs: list[tuple[float, float]]) -> float:
+    return sum(p[1] for p in pairs) / max(1e-9, sum(p[0] for p in pairs))
+
+
+def bootstrap(groups: list[list], stat) -> tuple[float, float] | None:
+    """10th and 90th percentiles of `stat` over RESAMPLES draws (seeded: the same run shows the same range),
+    each draw picking one of `groups` at random and resampling its items with replacement; None when a group
+    has fewer than MIN_RESAMPLED items."""
+    if not groups or min(len(g) for g in groups) < MIN_RESAMPLED:
         return None
-    value = sum(p[1] for p in pairs) / run_ms
-    if len(pairs) < 3:
-        return Speedup(value, None, None, start)
     rng = random.Random(0)
-    draws = []
+    values = []
     for _ in range(RESAMPLES):
-        pick = [pairs[rng.randrange(len(pairs))] for _ in pairs]
-        draws.append(sum(p[1] for p in pick) / max(1e-9, sum(p[0] for p in pick)))
-    return Speedup(value, _percentile(draws, 0.1), _percentile(draws, 0.9), start)
+        g = groups[rng.randrange(len(groups))]
+        values.append(stat([g[rng.randrange(len(g))] for _ in g]))
+    return _percentile(values, 0.1), _percentile(values, 0.9)
+
+
+def measured_speedup(taus: list[int], step_ms: list[float], baseline: Baseline | None) -> Speedup | None:
+    """AR time over run time for the output positions both have timed; the spread resamples steps."""
+    if baseline is None:
+        return None
+    pairs = step_pairs(taus, step_ms, baseline)
+    if not pairs:
+        return None
+    spread = bootstrap([pairs], _ratio)
+    return Speedup(_ratio(pairs), *(spread or (None, None)), sum(taus[:len(pairs)]))
+
+
+def pooled_spread(runs: list[tuple[list[int], list[float]]], passes: list[list[Baseline]]) -> Speedup | None:
+    """Several prompts' runs of one setting (each prompt's per-step τ and decoding ms) against AR timed in one
+    or more passes (each pass a Baseline per prompt, e.g. before and after a grid). The value pools every
+    prompt's steps against the passes averaged per position. The range is the 10th-90th percentile over
+    resamplings of the steps, each draw against one pass drawn at random, so it covers both the steps' noise
+    and the machine's drift between the passes; with too few steps to resample, it runs between the passes
+    alone (none with one pass)."""
+    if not passes or not runs:
+        return None
+
+    def pairs(bases: list[Baseline]) -> list[tuple[float, float]]:
+        return [pair for (taus, ms), base in zip(runs, bases) for pair in step_pairs(taus, ms, base)]
+
+    mean = [mean_baseline([p[i] for p in passes]) for i in range(len(runs))]
+    pooled, per_pass = pairs(mean), [pairs(bases) for bases in passes]
+    if not pooled:
+        return None
+    positions = sum(sum(taus[:len(step_pairs(taus, ms, b))]) for (taus, ms), b in zip(runs, mean))
+    spread = bootstrap(per_pass, _ratio)
+    if spread is None and len(passes) > 1 and all(per_pass):
+        ends = [_ratio(p) for p in per_pass]
+        spread = min(ends), max(ends)
+    return Speedup(_ratio(pooled), *(spread or (None, None)), positions)
+
+
+def mean_baseline(passes: list[Baseline]) -> Baseline:
+    """AR passes over the same positions, averaged per position (as far as every pass reached)."""
+    n = min(len(b.token_ms) for b in passes)
+    ms = [sum(b.token_ms[i] for b in passes) / len(passes) for i in range(n)]
+    first = passes[0]
+    return Baseline(first.output_ids[:n], ms, first.done and len(first.output_ids) == n,
+                    "AR timed before and after, averaged" if len(passes) > 1 else first.note)
 
 
 def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[int], greedy: bool,
@@ -210,20 +263,6 @@ def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[in
     ok, note = lossless_check(output_ids, baseline, greedy, finished)
     return RunStats(steps, tokens, mat, mean_delta, tok_s, c, R, None if spread is None else spread.value, ok, note,
                     c_note or "", spread, "" if baseline is None else baseline.note)
-
-
-def pooled_speedup(runs: list[tuple[list[int], list[float]]], bases: list[Baseline]) -> float | None:
-    """AR ms over the method's ms for the same output positions, pooled over prompts: runs hold each
-    prompt's per-step τ and decoding ms, bases the AR baseline of the same prompt."""
-    ar = ms = 0.0
-    for (taus, step_ms), base in zip(runs, bases):
-        n = min(sum(taus), len(base.token_ms))
-        used = 0
-        for tau, t in zip(taus, step_ms):
-            if used + tau > n:
-                break
-            ar, ms, used = ar + base.ms_for(used, used + tau), ms + t, used + tau
-    return ar / ms if ms > 0 else None
 
 
 @dataclass

@@ -4,7 +4,7 @@ test: it times things). Figures for README's Hosting section.
     OMP_NUM_THREADS=1 python scripts/step_under_load.py            # nothing else running on the machine
 
 1. alone: one client steps TALON `--steps` times; the median Step round trip.
-2. under load: two other clients each start a maximum-size Tune (5 prompts × 64 tokens × 16 cells); while
+2. under load: two other clients each start a maximum-size Tune (5 prompts × 64 tokens × 18 cells); while
    they run, the first client steps again; the median round trip and its ratio to alone.
 The Tunes are cancelled afterwards. Exit status 1 when the ratio exceeds --max-ratio.
 """
@@ -22,7 +22,7 @@ from gradio_client import Client  # noqa: E402
 
 from ui.examples import example_prompts  # noqa: E402
 from ui.server import launched_app  # noqa: E402
-from ui.tune import SWEEPS  # noqa: E402
+from ui.sweeps import SWEEPS  # noqa: E402
 
 KNOBS = (16, 4, 0.05, 1, 1.0, 0.0, 0, 256, "embedded", "embedded", True)  # N K μ k T_shape T seed max_new ...
 
@@ -47,9 +47,9 @@ def main() -> None:
         step_ms(me, prompt, 2)  # warm: the run's first step loads nothing else
         alone = step_ms(me, prompt, args.steps)
         kind = list(SWEEPS)[0]
-        _, _, _, xs, ys = SWEEPS[kind]
+        s = SWEEPS[kind]
         tuners = [Client(url, verbose=False) for _ in range(2)]
-        jobs = [c.submit(kind, xs, ys, 5, 64, "embedded", "embedded", "eagle3", api_name="/sweep") for c in tuners]
+        jobs = [c.submit(kind, s.xs, s.ys, 5, 64, "embedded", "embedded", "eagle3", api_name="/sweep") for c in tuners]
         time.sleep(5)  # both queued, the first one running
         loaded = step_ms(me, prompt, args.steps)
         running = [j.status().code.name for j in jobs]

@@ -127,3 +127,20 @@ def test_an_import_with_markup_returns_none_through_the_api(app_url, tmp_path):
     out = client.predict(handle_file(path), True, api_name="/talon_import")
     html = [o for o in out if isinstance(o, str)]
     assert html and markup_in(html) == []
+
+
+def test_compare_tune_and_cost_endpoints_keep_their_positional_order(app_url):
+    """/compare and /sweep are wired by name on the page, and still take their inputs in the old order."""
+    client = Client(app_url, verbose=False)
+    table, _, status = client.predict(example_prompts()[1], 8, 0.0, "embedded", "embedded", "eagle3", "embedded",
+                                      "auto", api_name="/compare")
+    assert "done in" in status and [r[0] for r in table["data"]] == ["ar", "chain", "static", "talon", "specbound"]
+    *_, summary, status = client.predict("TALON: μ × N", "0.1", "8", 1, 8, "embedded", "embedded", "eagle3", "auto",
+                                         "K = 3, T_shape = 0.7", api_name="/sweep")
+    assert "done in" in status and "K = 3, k = 1, T_shape = 0.7" in summary and "too few tokens to rank" in summary
+    *_, status = client.predict("TALON: μ × N", "0.1", "8", 1, 8, "embedded", "embedded", "eagle3",
+                                api_name="/sweep")  # an older caller: the fixed knobs are the sweep's own
+    assert "done in" in status
+    kept = client.predict("embedded", "embedded", "lookup", api_name="/cost_curve")
+    again = client.predict("embedded", "embedded", "lookup", api_name="/cost_curve_remeasure")
+    assert kept and again

@@ -1,7 +1,8 @@
 """A real browser: Debian's headless Chromium, driven by Playwright, loads the page offline and finds a
 tree already drawn, Step above the fold at 1400×1000; steps TALON, plays a few steps, shows an input error
 without a traceback, opens SpecBound and sees the heatmap; checks a phone width for horizontal overflow,
-dark mode for token contrast, and Compare for AR over itself = 1.00×. Screenshots go to
+dark mode for token contrast, Compare for AR over itself = 1.00× and an error bar on each speed-up, and Tune
+for each cell's range and the too-few-tokens warning. Screenshots go to
 $SPECSCOPE_SCREENSHOTS (default: the test's temp folder)."""
 import os
 import re
@@ -205,7 +206,33 @@ def test_compare_ar_over_itself_is_one(page):
     c = page.evaluate(cells)
     i = c.index("ar")
     assert c[i + 4] == "1.00×", c[i:i + 7]
+    assert re.fullmatch(r"\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d\)", c[c.index("talon") + 4])  # with its range
+    page.wait_for_function("/done in/.test(document.querySelector('#compare-status').textContent)", timeout=60_000)
+    page.wait_for_selector("#compare-plot path.yerror", state="attached", timeout=60_000)
+    assert page.locator("#compare-plot path.yerror").count() >= 4  # an error bar on each method's speed-up
     page.screenshot(path=str(page.shots / "compare.png"), full_page=True)
+
+
+def test_tune_shows_each_cells_range_and_warns_of_too_few_tokens(page):
+    """A tiny grid (1 prompt × 8 tokens): every cell carries its range, the summary says it is too few tokens
+    to rank, and the fixed knobs the runs held are the ones the box shows."""
+    page.get_by_role("tab", name="Tune").click()
+    assert page.locator("#tune-fixed textarea, #tune-fixed input").first.input_value() == "K = 2, k = 1, T_shape = 0.5"
+    for box, value in (("#tune-x", "0.1, 0.2"), ("#tune-y", "8")):
+        page.locator(f"{box} textarea, {box} input").first.fill(value)
+    for slider, value in (("#tune-prompts", 1), ("#tune-max-new", 8)):
+        field = page.locator(f"{slider} input[type=number]")
+        field.fill(str(value))
+        field.press("Enter")
+    page.click("#tune-run")
+    page.wait_for_function("/done in/.test(document.querySelector('#tune-status').textContent)", timeout=300_000)
+    summary = page.locator("#tune-summary").inner_text()
+    assert "too few tokens to rank" in summary and "Held fixed: K = 2, k = 1, T_shape = 0.5" in summary
+    assert page.locator("#tune-summary [role=alert]").is_visible()
+    cells = page.locator("#tune-speedup text").all_text_contents()
+    ranged = [t for t in cells if re.fullmatch(r"\d+\.\d\d×\d+\.\d\d–\d+\.\d\d×⚠ few tokens", t.strip())]
+    assert len(ranged) == 2, cells  # each cell: its speed-up, its range and the warning
+    page.screenshot(path=str(page.shots / "tune.png"), full_page=True)
 
 
 def test_copy_link_opens_the_same_settings(app, page):

@@ -7,7 +7,8 @@ import pytest
 
 from viz.exits_fig import confidence_heatmap, exit_bars, first_crossings, why_stopped
 from viz.html import budget_html, levels_html, stats_html, text_html, token_origins
-from viz.outcome_figs import compare_bars, oracle_scatter, sweep_heatmap, tau_delta_timeline
+from viz.outcome_figs import oracle_scatter, tau_delta_timeline
+from viz.tune_figs import CellScore, compare_bars, diverging_range, mat_heatmap, ranking_html, speedup_heatmap
 from viz.palette import STATUS_COLORS
 from core.metrics import Baseline, lossless_check, run_stats
 from core.trace import StepTrace, TreeStep
@@ -243,15 +244,56 @@ def test_budget_meter():
     assert "of γ = 3" in budget_html(chain_of(3))
 
 
-def test_compare_and_sweep_figures():
-    fig = compare_bars([{"method": "ar", "mat": 1.0, "speedup": 1.0}, {"method": "talon", "mat": 3.0, "speedup": 1.5}])
+def test_compare_bars_carry_error_bars_over_each_range():
+    fig = compare_bars([{"method": "ar", "mat": 1.0, "speedup": 1.0},
+                        {"method": "talon", "mat": 3.0, "speedup": 1.5, "lo": 1.25, "hi": 1.625}])
     assert list(fig.data[0].y) == [1.0, 3.0]
-    hm = sweep_heatmap([0.01, 0.1], [16, 32], [[1.0, 2.0], [3.0, None]], "MAT", "μ", "N")
-    assert hm.data[0].text[1][1] == ""
+    err = fig.data[1].error_y
+    assert err.type == "data" and not err.symmetric
+    assert list(err.array) == [0.0, 0.125] and list(err.arrayminus) == [0.0, 0.25]  # up to hi, down to lo
+
+
+def cell(value, lo=None, hi=None, tokens=100, mat=2.0):
+    from core.metrics import Speedup
+    return CellScore(mat, (mat - 0.1, mat + 0.1), Speedup(value, lo, hi, tokens), tokens, tokens < 64)
+
+
+def test_sweep_heatmaps_show_each_cells_range_and_the_few_tokens_warning():
+    cells = [[cell(1.2, 1.1, 1.3), cell(0.9, tokens=16)], [cell(1.5, 1.4, 1.6), None]]
+    hm = speedup_heatmap([0.01, 0.1], [16, 32], cells, "speed-up", "μ", "N")
+    text = hm.data[0].text
+    assert text[0][0].startswith("1.20×") and "1.10–1.30×" in text[0][0] and "few tokens" not in text[0][0]
+    assert "⚠ few tokens" in text[0][1] and text[1][1] == ""
+    mat = mat_heatmap([0.01, 0.1], [16, 32], cells, "MAT", "μ", "N")
+    assert "1.90–2.10" in mat.data[0].text[0][0]
+
+
+def test_speedup_colours_diverge_from_one():
+    import math
+    hm = speedup_heatmap([1, 2, 3], [None], [[cell(0.91), cell(1.0), cell(2.0)]], "speed-up", "γ", "")
+    h = hm.data[0]
+    assert h.zmin == -h.zmax and h.z[0][1] == 0.0  # log2: 1.0× sits exactly at the neutral middle
+    assert h.colorscale[2][0] == 0.5 and h.colorscale[2][1] == "#f7f7f7"
+    assert h.colorbar.ticktext[2] == "1.00×" and h.z[0][2] == pytest.approx(1.0)
+    position = (math.log2(0.91) - h.zmin) / (h.zmax - h.zmin)
+    assert 0.35 < position < 0.5  # 0.91× is a faint "slower", nowhere near the scale's red end
+    assert diverging_range([1.01, 0.99]) == pytest.approx((-math.log2(1.5), math.log2(1.5)))  # noise never looks decisive
+
+
+def test_ranking_names_the_fastest_its_ties_and_warns_on_few_tokens():
+    from core.metrics import Speedup
+    from viz.tune_figs import Ranked
+    cells = [Ranked("N = 8", Speedup(1.4, 1.3, 1.5, 96)), Ranked("N = 12", Speedup(1.35, 1.25, 1.45, 96)),
+             Ranked("N = 60", Speedup(0.8, 0.75, 0.85, 96))]
+    html = ranking_html(cells, 0, 64, "K = 2, T_shape = 0.5", "note")
+    assert "Fastest:</b> N = 8: 1.40×" in html and "possibly as fast: N = 12" in html and "N = 60" not in html
+    assert "K = 2, T_shape = 0.5" in html and "too few tokens" not in html
+    assert "too few tokens to rank: 3 cell(s)" in ranking_html(cells, 3, 64, "", "note")
+    assert "<b>x</b>" not in ranking_html([Ranked("<b>x</b>", Speedup(1.0, None, None, 1))], 0, 64, "", "")
 
 
 def test_viz_never_imports_torch_or_gradio():
-    code = ("import sys, viz.tree_fig, viz.exits_fig, viz.outcome_figs, viz.html, core.metrics; "
+    code = ("import sys, viz.tree_fig, viz.exits_fig, viz.outcome_figs, viz.tune_figs, viz.cost_fig, viz.html, core.metrics; "
             "print('torch' in sys.modules, 'gradio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"

@@ -43,9 +43,10 @@ def test_compare_and_tune_run_to_the_end(app_url):
                                       api_name="/compare")
     assert "done in" in status and [r[0] for r in table["data"]][:2] == ["ar", "chain"]
     assert all(r[5] in ("reference", "✓") for r in table["data"])  # greedy: every method equals AR
-    *_, status = client.predict("TALON: μ × N", "0.05", "8, 16", 1, 8, "embedded", "embedded", "eagle3",
-                                api_name="/sweep")
-    assert "done in" in status
+    *_, summary, status = client.predict("TALON: μ × N", "0.05", "8, 16", 1, 8, "embedded", "embedded", "eagle3",
+                                         api_name="/sweep")
+    assert "done in" in status and "Held fixed" in summary
+    assert client.predict("embedded", "embedded", "lookup", api_name="/cost_curve_remeasure")  # measured in a worker
 
 
 def test_the_first_screen_draws_and_play_plays(app_url, tmp_path):

@@ -112,10 +112,3 @@ def full_ar_pass(target: str, prompt: str, sampling: SamplingConfig, max_new_tok
     t = ARTimer(target, prompt, sampling, max_new_tokens)
     t.advance(max_new_tokens, check)
     return t
-
-
-def merged(a: Baseline, b: Baseline) -> Baseline:
-    """Two AR passes over the same positions, averaged per position (timings taken before and after)."""
-    n = min(len(a.token_ms), len(b.token_ms))
-    ms = [(x + y) / 2 for x, y in zip(a.token_ms[:n], b.token_ms[:n])]
-    return Baseline(a.output_ids[:n], ms, a.done and len(a.output_ids) == n, "AR timed before and after, averaged")

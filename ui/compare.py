@@ -1,14 +1,16 @@
 """Compare tab: one prompt through AR, chain, static, TALON and SpecBound, each to the end. Plain AR is
 timed immediately before and again after the other methods and averaged per output position; that
 average *is* the AR row (so AR over itself is exactly 1.00×), and each method's speed-up is AR's time
-over its own for the same positions, with the range given by the before and after passes alone."""
+over its own for the same positions. Its range, in the table and as the bars' error bars, resamples the
+method's steps against either AR pass (core/metrics.pooled_spread, as Tune's cells): the steps' noise and
+the machine's drift between the passes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from core.metrics import Baseline, measured_speedup, run_stats
-from ui.baseline import full_ar_pass, merged
+from core.metrics import Baseline, mean_baseline, pooled_spread, run_stats
+from ui.baseline import full_ar_pass
 from ui.config import RunConfig
 from ui.run import Run
 
@@ -26,7 +28,7 @@ class CompareRow:
     speedup: float | None
     lossless: str
     note: str = ""
-    lo: float | None = None  # speed-up against the AR pass before / after alone (the spread)
+    lo: float | None = None  # the speed-up's range: 10th-90th percentile over resampled steps and AR passes
     hi: float | None = None
 
     def speedup_text(self) -> str:
@@ -63,11 +65,8 @@ def run_method(method: str, knobs: dict, cfg: RunConfig,
 def method_row(f: Run, base: Baseline, passes: tuple[Baseline, Baseline] | None) -> CompareRow:
     """`passes`: the AR passes before and after, for the range; None while the pass after is pending."""
     st = run_stats(f.traces, f.step_ms, f.output_ids, f.config.sampling.greedy, base, True)
-    taus = [t.tau for t in f.traces]
-    ends = [measured_speedup(taus, f.step_ms, p) for p in passes or ()]
-    lo = hi = None
-    if ends and all(e is not None for e in ends):
-        lo, hi = min(e.value for e in ends), max(e.value for e in ends)
+    spread = pooled_spread([([t.tau for t in f.traces], f.step_ms)], [[p] for p in passes or ()])
+    lo, hi = (None, None) if spread is None else (spread.lo, spread.hi)
     check = "n/a (sampling)" if st.lossless is None else "✓" if st.lossless else "✗"
     return CompareRow(f.config.method, f.output_text, st.mat, st.mean_delta, st.tok_s, st.speedup, check,
                       lo=lo, hi=hi)
@@ -90,4 +89,4 @@ def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None
         done.append(run_method(method, knobs, cfg, check))
         yield table(before, None)
     after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check).snapshot()
-    yield table(merged(before, after), (before, after))
+    yield table(mean_baseline([before, after]), (before, after))

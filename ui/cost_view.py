@@ -45,11 +45,12 @@ def modelled_speedup(cost: CostModel, run: Run) -> tuple[int | None, list[tuple[
                             f"{last.drafter or '?'}) truncated to each N")
 
 
-def cost_view(run: Run | None, target: str, draft: str, drafter: str) -> CostView:
-    """The curve for the run's own target and drafter when there is a run, else for the Tune tab's choice."""
+def cost_view(run: Run | None, target: str, draft: str, drafter: str, fresh: bool = False) -> CostView:
+    """The curve for the run's own target and drafter when there is a run, else for the Tune tab's choice;
+    `fresh` measures it again rather than reading the kept one."""
     if run is not None and run.traces:
         target, draft, drafter = run.config.target, run.config.draft, run.config.drafter
-    cost = cost_curve(target, draft, drafter)
+    cost = cost_curve(target, draft, drafter, fresh)
     if run is None or not run.traces:
         return CostView(cost, None, [], "Step a TALON run (any preset; auto marks its choice) to model its speed-up")
     chosen, points, note = modelled_speedup(cost, run)

@@ -1,6 +1,8 @@
 """Handlers for the Compare and Tune tabs and the model box (whole-run measurements, not stepping)."""
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 
 from core import knobs as core_knobs
@@ -12,11 +14,12 @@ from ui.cost_view import cost_view
 from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.run import Run
 from ui.worker import load_pair
-from ui.jobs import JOBS, Cancelled, Job, ar_ms_per_token
-from ui.tune import SWEEPS, grid, parts, server_settings, sweep, symbol
+from ui.jobs import JOBS, Cancelled, Job, ar_ms_per_token, duration
+from ui.sweeps import SWEEPS, fixed_text, symbol
+from ui.tune import MIN_RANK_TOKENS, grid, parts, server_settings, sweep
 from viz.cost_fig import cost_curve_figure
 from viz.escape import esc
-from viz.outcome_figs import compare_bars, sweep_heatmap
+from viz.tune_figs import compare_bars, mat_heatmap, ranking_html, speedup_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
 # Compare's settings: the papers' presets, or those measured best on this CPU (the embedded tree, SpecBound fast)
@@ -56,28 +59,29 @@ def session_key(request: gr.Request | None, tab: str) -> str | None:
     return f"{hash_}:{tab}" if hash_ else None
 
 
-def long_run(job: Job, key: str | None, parts, show, n: int, footer=None):
-    """Drive a Compare or Tune generator: yield its `n` outputs (`show(partial result)`) and a status line,
+def long_run(job: Job, key: str | None, parts, show, footer=None):
+    """Drive a Compare or Tune generator: yield its outputs by name (`show(partial result)`) and a status line,
     the estimate first, then after each part with the time left; on Cancel, the parts that finished and a
     line saying so. `footer(last result)`: HTML under the final status line (Tune's server settings)."""
     JOBS.start(key, job)
-    shown, last = (gr.skip(),) * n, None
-    yield shown + (job.status(),)
+    shown, last = {}, None
+    yield {"status": job.status()}
     try:
         for partial in parts(job.check):
             job.done += 1
             shown, last = show(partial), partial
-            yield shown + (job.status(),)
-        yield shown + (job.ended(cancelled=False) + (footer(last) if footer and last is not None else ""),)
+            yield {**shown, "status": job.status()}
+        yield {**shown, "status": job.ended(cancelled=False) + (footer(last) if footer and last is not None else "")}
     except Cancelled:
-        yield shown + (job.ended(cancelled=True) + (footer(last) if footer and last is not None else ""),)
+        yield {**shown, "status": job.ended(cancelled=True) + (footer(last) if footer and last is not None else "")}
     finally:
         JOBS.finish(key, job)
 
 
-def compare_outputs(rows: list) -> tuple:
-    fig = compare_bars([{"method": r.method, "mat": r.mat, "speedup": r.speedup} for r in rows if r.mat is not None])
-    return [r.as_row() for r in rows], fig
+def compare_outputs(rows: list) -> dict:
+    bars = [{"method": r.method, "mat": r.mat, "speedup": r.speedup, "lo": r.lo, "hi": r.hi} for r in rows
+            if r.mat is not None]
+    return {"table": [r.as_row() for r in rows], "plot": compare_bars(bars)}
 
 
 @friendly
@@ -85,53 +89,71 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
                 draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = "paper", chat: str = "auto",
                 request: gr.Request = None):
     """Every method on one prompt (chain γ = 5; static and TALON at the `trees` preset: paper or embedded);
-    chain, static and TALON draft with `drafter`. A generator: the estimate first, then the table after each
-    run (Cancel keeps it)."""
+    chain, static and TALON draft with `drafter`. A generator of outputs by name (table, plot, status): the
+    estimate first, then the table after each run (Cancel keeps it)."""
     knobs = compare_knobs(trees)
     cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter, chat=chat)
     job = Job(f"Compare: {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS, cfg.max_new_tokens,
               ar_ms_per_token(cfg.target, cfg.prompt))
     yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check),
-                        compare_outputs, 2)
+                        compare_outputs)
 
 
-def sweep_defaults(kind: str) -> tuple:
-    _, x_name, y_name, xs, ys = SWEEPS[kind]
-    y_box = (gr.Textbox(value=ys, label=f"{symbol(y_name)} values", interactive=True) if y_name else
+def sweep_defaults(kind: str) -> dict:
+    """A sweep chosen on the page: its values and its fixed knobs fill the boxes (by name)."""
+    if kind not in SWEEPS:
+        raise gr.Error(f"unknown sweep '{esc(kind)}'")
+    s = SWEEPS[kind]
+    y_box = (gr.Textbox(value=s.ys, label=f"{symbol(s.y)} values", interactive=True) if s.y else
              gr.Textbox(value="", label="(one knob: no second axis)", interactive=False))
-    return gr.Textbox(value=xs, label=f"{symbol(x_name)} values"), y_box
+    fixed = fixed_text(s.fixed)
+    return {"x_values": gr.Textbox(value=s.xs, label=f"{symbol(s.x)} values"), "y_values": y_box,
+            "fixed": gr.Textbox(value=fixed, interactive=bool(fixed),
+                                placeholder="" if fixed else "nothing else to hold: the chain's one knob is swept")}
+
+
+def tune_label(g, cfg, n: int, held: str) -> str:
+    """The heatmaps' title after the measure's name: the method, then what ran and what was held, escaped."""
+    on = f" on {cfg.drafter}" if g.method in ("chain", "static", "talon") else ""
+    runs = f"{n} prompt(s) × {cfg.max_new_tokens} tokens, greedy"
+    return esc(f"{g.method.upper()}{on}") + f"<br><sub>{esc(runs)}" + (f"<br>held: {esc(held)}" if held else "") + \
+        "</sub>"
 
 
 @friendly
-def run_sweep(kind: str, x_text: str, y_text: str, n_prompts: int, max_new_tokens: int, target: str = "embedded",
-              draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, chat: str = "auto", request: gr.Request = None):
-    """A generator like run_compare: the estimate, then both heatmaps after each cell."""
+def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_new_tokens: int = 32,
+              target: str = "embedded", draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, chat: str = "auto",
+              fixed: str = "", request: gr.Request = None):
+    """A generator like run_compare: the estimate, then both heatmaps and the ranking after each cell.
+    `fixed`: the knobs held, 'K = 2, T_shape = 0.5' (empty: the sweep's own, ui/sweeps.py)."""
     n = int(n_prompts)
     if not 1 <= n <= 5:
         raise ValueError("use between 1 and 5 prompts")
     prompts = list(example_prompts()[:n])
     cfg = make_config("ar", prompts[0], {}, [], {"temperature": 0.0, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter, chat=chat)
-    method, x_name, y_name, xs, ys = grid(kind, x_text, y_text)
-    job = Job(f"Tune: {len(xs) * len(ys)} cells and AR before and after, each {n} prompt(s) × up to "
-              f"{cfg.max_new_tokens} tokens", parts(x_name, y_name, xs, ys), n * cfg.max_new_tokens,
-              ar_ms_per_token(cfg.target, prompts[0]))
-    on = f" on {cfg.drafter}" if method == "talon" else ""
-    label = f"{method.upper()}{on}, {n} prompt(s), {cfg.max_new_tokens} tokens, greedy"
-    x, y = symbol(x_name), symbol(y_name)
+    g = grid(kind, x_values, y_values, fixed if str(fixed or "").strip() else None)
+    job = Job(f"Tune: {len(g.xs) * len(g.ys)} cells and AR before and after, each {n} prompt(s) × up to "
+              f"{cfg.max_new_tokens} tokens", parts(g), n * cfg.max_new_tokens, ar_ms_per_token(cfg.target, prompts[0]))
+    held = fixed_text(g.held)
+    label, x, y = tune_label(g, cfg, n, held), symbol(g.x_name), symbol(g.y_name)
 
-    def heatmaps(res) -> tuple:
-        return (sweep_heatmap(res.xs, res.ys, res.mat, f"MAT · {label}", x, y),
-                sweep_heatmap(res.xs, res.ys, res.speedup, f"speed-up over AR · {label}", x, y))
+    def shown(res) -> dict:
+        return {"mat": mat_heatmap(g.xs, g.ys, res.scores, f"MAT · {label}", x, y),
+                "speedup": speedup_heatmap(g.xs, g.ys, res.scores, f"speed-up over AR · {label}", x, y),
+                "summary": ranking_html(res.ranked(), res.few, MIN_RANK_TOKENS, held, SPREAD_NOTE)}
 
     def flags(res) -> str:
-        lines = server_settings(res, DEFAULT_KNOBS, cfg.drafter, cfg.draft)
+        lines = server_settings(res, cfg.drafter, cfg.draft)
         return f'<pre class="ss-flags">{esc(chr(10).join(lines))}</pre>' if lines else ""
 
-    yield from long_run(job, session_key(request, "tune"),
-                        lambda check: sweep(kind, x_text, y_text, prompts, cfg, DEFAULT_KNOBS, check),
-                        heatmaps, 2, footer=flags)
+    yield from long_run(job, session_key(request, "tune"), lambda check: sweep(g, prompts, cfg, check), shown,
+                        footer=flags)
+
+
+SPREAD_NOTE = ("Ranges: the 10th–90th percentile of a cell's value over 200 resamplings of its steps, each "
+               "speed-up draw against AR timed before or after the grid (the machine's drift included).")
 
 
 def cancel(request: gr.Request | None, tab: str) -> str:
@@ -150,13 +172,30 @@ def cancel_sweep(request: gr.Request = None) -> str:
     return cancel(request, "tune")
 
 
+def cost_figure(run: Run | None, target: str, draft: str, drafter: str, fresh: bool) -> dict:
+    v = cost_view(run, target, draft, drafter, fresh)
+    return {"curve": cost_curve_figure(v.cost.verify_n, v.cost.verify_ms, v.chosen_n, v.speedup, cost_title(v.cost),
+                                       v.note, retimed=v.cost.retimed, flag=v.cost.flag)}
+
+
 @friendly
-def cost_curve(run: Run | None, target: str = "embedded", draft: str = "embedded",
-               drafter: str = DEFAULT_DRAFTER):
-    """This machine's t_verify(n) with the TALON run's N marked and its modelled speed-up over N (the run's
-    own target and drafter when there is a run, else the Tune tab's choice)."""
-    v = cost_view(run, target, draft, drafter)
-    parts = v.cost.key.split("|")  # device | model | dtype | drafter identity (kind:weights)
-    device, dtype, kind = parts[0], parts[-2], parts[-1].split(":")[0]
-    title = f"Cost curve of this machine ({device}, {dtype.replace('torch.', '')}, drafter {kind})"
-    return cost_curve_figure(v.cost.verify_n, v.cost.verify_ms, v.chosen_n, v.speedup, title, v.note)
+def cost_curve(run: Run | None, target: str = "embedded", draft: str = "embedded", drafter: str = DEFAULT_DRAFTER):
+    """{'curve': this machine's t_verify(n) with the TALON run's N marked and its modelled speed-up over N} (the
+    run's own target and drafter when there is a run, else the Tune tab's choice), as kept (measured if none is)."""
+    return cost_figure(run, target, draft, drafter, fresh=False)
+
+
+@friendly
+def remeasure_cost_curve(run: Run | None, target: str = "embedded", draft: str = "embedded",
+                         drafter: str = DEFAULT_DRAFTER):
+    """The cost curve measured again now, whatever is kept in memory or on disk (the button beside it)."""
+    return cost_figure(run, target, draft, drafter, fresh=True)
+
+
+def cost_title(cost) -> str:
+    """Where and when the curve was measured, so a stale or loaded-machine curve can be recognised."""
+    device, *_, dtype, identity = cost.key.split("|")  # device | model | dtype | drafter identity (kind:weights)
+    kind = identity.split(":")[0]
+    age = time.time() - cost.measured_at
+    when = f"measured {duration(age)} ago" if cost.measured_at else "measured earlier"
+    return f"Cost curve of this machine ({device}, {dtype.replace('torch.', '')}, drafter {kind}; {when})"

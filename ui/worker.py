@@ -195,8 +195,8 @@ def load_pair(target: str, draft: str) -> str:
 
 
 @gpu(duration=60)
-def cost_curve(target: str, draft: str, drafter: str) -> CostModel:
-    """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (cached per device,
-    model, dtype and drafter; the first measurement takes a few seconds)."""
+def cost_curve(target: str, draft: str, drafter: str, fresh: bool = False) -> CostModel:
+    """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (kept per device,
+    model, dtype and drafter for a day; a measurement takes a few seconds); `fresh` measures anew."""
     tgt, instance = get_models(target, draft, True, drafter)
-    return measure(tgt, instance, progress=lambda line: print(line, flush=True))
+    return measure(tgt, instance, progress=lambda line: print(line, flush=True), fresh=fresh)

@@ -1,9 +1,8 @@
 """Outcome plots shared by every view: τ and δ per step, the (δ, τ) scatter against the Oracle line
-τ = δ, acceptance by depth, the Compare bars and the Tune heatmaps."""
+τ = δ, acceptance by depth (Compare's bars and Tune's heatmaps: viz/tune_figs.py)."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from core.metrics import DepthAcceptance
 from core.trace import StepTrace
@@ -50,32 +49,6 @@ def oracle_scatter(series: dict[str, list[StepTrace]], height: int = 300) -> go.
                              line=dict(color="#888", dash="dash"), meta="oracle"))
     fig.update_xaxes(title="δ (draft forwards)", range=[-0.3, top + 1])
     fig.update_yaxes(title="τ (tokens committed)", range=[0, top + 1])
-    return fig
-
-
-def compare_bars(rows: list[dict], height: int = 320) -> go.Figure:
-    """rows: {method, mat, speedup} per method that ran; MAT and speed-up side by side."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("MAT (mean τ)", "speed-up over AR (measured)"))
-    names = [r["method"] for r in rows]
-    colors = [METHOD_COLORS.get(n, "#888") for n in names]
-    fig.add_trace(go.Bar(x=names, y=[r["mat"] for r in rows], marker_color=colors, showlegend=False), 1, 1)
-    fig.add_trace(go.Bar(x=names, y=[r.get("speedup") or 0 for r in rows], marker_color=colors,
-                         showlegend=False), 1, 2)
-    fig.add_hline(y=1, line=dict(color="#888", dash="dash"), row=1, col=2)
-    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=40, r=20, t=40, b=40))
-    return fig
-
-
-def sweep_heatmap(xs: list, ys: list, z: list[list[float | None]], title: str, xlabel: str, ylabel: str,
-                  height: int = 320) -> go.Figure:
-    """z[i][j] is the value at (ys[i], xs[j]); each cell is labelled with its value."""
-    fig = _base(height, title)
-    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
-    fig.add_trace(go.Heatmap(z=z, x=[str(x) for x in xs], y=["" if y is None else str(y) for y in ys], text=text,
-                             texttemplate="%{text}", colorscale="Viridis", hoverinfo="z"))
-    fig.update_xaxes(title=xlabel, type="category")
-    fig.update_yaxes(title=ylabel, type="category")
     return fig
 
 
