@@ -127,6 +127,8 @@ class RunStats:
     c_note: str
     spread: Speedup | None = None
     base_note: str = ""
+    R_curve: float | None = None  # R with this machine's measured costs of these trees (curve_r)
+    timed_here: bool = True  # False for an imported trace: its timings were taken elsewhere
 
 
 def draft_ms_per_forward(traces: list[StepTrace]) -> float | None:
@@ -235,10 +237,26 @@ def mean_baseline(passes: list[Baseline]) -> Baseline:
                     "AR timed before and after, averaged" if len(passes) > 1 else first.note)
 
 
+def curve_r(traces: list[StepTrace], cost) -> float | None:
+    """The modelled speed-up with this machine's measured costs (a core.cost_model.CostModel): each step's
+    verification as the curve's t_verify(nodes + 1) and each draft forward as t_draft(its frontier), against
+    AR's t_verify(1) per token. R = τ/(1 + cδ) assumes a verification costs one forward whatever its size; on a
+    CPU it does not, and this says by how much. None without a curve or for steps that grew no tree
+    (SpecBound's layers are costed in δ itself)."""
+    if cost is None or not traces or any(t.tree is None for t in traces):
+        return None
+    spent = 0.0
+    for t in traces:
+        widths = [lv.frontier for lv in t.levels] or [1] * round(t.delta)  # chains record no levels
+        spent += cost.t_verify(len(t.nodes) + 1) + sum(cost.t_draft(w) for w in widths)
+    return sum(t.tau for t in traces) * cost.t_verify(1) / spent if spent > 0 else None
+
+
 def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[int], greedy: bool,
-              baseline: Baseline | None, finished: bool = False, prefill_ms: float = 0.0) -> RunStats:
+              baseline: Baseline | None, finished: bool = False, prefill_ms: float = 0.0, cost=None) -> RunStats:
     """step_ms: wall time of each step() call with any prefill already taken out (prefill_ms: a prefill
-    still inside the first step, for callers that timed whole calls)."""
+    still inside the first step, for callers that timed whole calls); cost: this machine's cost curve, for
+    the curve-aware R."""
     steps = len(traces)
     tokens = sum(t.tau for t in traces)
     mat = tokens / steps if steps else 0.0
@@ -262,7 +280,7 @@ def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[in
     spread = measured_speedup([t.tau for t in traces], decode_ms, baseline)
     ok, note = lossless_check(output_ids, baseline, greedy, finished)
     return RunStats(steps, tokens, mat, mean_delta, tok_s, c, R, None if spread is None else spread.value, ok, note,
-                    c_note or "", spread, "" if baseline is None else baseline.note)
+                    c_note or "", spread, "" if baseline is None else baseline.note, curve_r(traces, cost))
 
 
 @dataclass

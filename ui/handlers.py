@@ -147,6 +147,7 @@ def extras(spec: ViewSpec, run=None, **values) -> dict:
         if spec.before_extras is not None:
             spec.before_extras(run, index, values)
         run.baseline()
+        run.fetch_cost()
     out = view_outputs(spec, run, index, options_of(spec, values))
     return {name: out[name] for name in spec.extras}
 

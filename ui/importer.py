@@ -135,7 +135,9 @@ class ImportedRun:
         """Nothing to free: an imported trace has no engine session."""
 
     def stats(self) -> RunStats:
-        return run_stats(self.traces, self.step_ms, self.output_ids, self.config.sampling.greedy, None, True)
+        stats = run_stats(self.traces, self.step_ms, self.output_ids, self.config.sampling.greedy, None, True)
+        stats.timed_here = False
+        return stats
 
     def export(self) -> dict:
         """The file as it was read (its known fields): only the checked traces are kept, not the JSON."""

@@ -3,7 +3,10 @@ decoding for the first time. Notation follows SPEC.md."""
 
 INTRO = """**SpecScope** runs speculative decoding for real, one step at a time. A cheap drafter guesses
 several tokens; the target model p checks all of them in a single forward pass and keeps the longest
-run it agrees with, plus one token of its own. Every number on this page is measured on this machine."""
+run it agrees with, plus one token of its own. Every number on this page is measured on this machine.
+By default the target is *embedded*: a 12-layer, 12 M-parameter model trained here on Python library code,
+so it writes Python-shaped text that often loops — that is the small model, not speculative decoding, which
+always yields exactly what the target alone would (pick a real model under *Model* when the server allows)."""
 
 STEP = """**What a step is.** One draft phase, then one verification forward of the target. The step commits
 τ tokens: the accepted drafted tokens plus the target's *bonus* token (so τ ≥ 1 always). The draft spent
@@ -12,8 +15,9 @@ STEP = """**What a step is.** One draft phase, then one verification forward of 
 TREE = """**The tree.** Instead of one guess per position, a tree drafts several alternatives, so one miss does
 not end the step. The target verifies the whole tree at once (each node only sees its own ancestors) and
 walks down while its choice is one of the drafted children. Green nodes were accepted, red ones were
-judged and lost, grey ones were never reached because their parent lost; the star is the bonus token.
-Node size is the path score p(u), the product of the draft's q along the path."""
+judged and lost (drawn as a cross), grey rings were never reached because their parent lost; the star is
+the bonus token. Depths are numbered from d = 0, the first drafted token, everywhere on the page. Node size
+is the path score p(u), the product of the draft's q along the path."""
 
 GATE = """**TALON's gate.** The first k levels keep the draft's Top-K, whatever it believes, so an
 over-confident draft cannot collapse the tree. After that, all children of the whole frontier compete
@@ -23,8 +27,9 @@ wide). The node budget N caps the total, so hard contexts stop early and spend f
 The static EAGLE-style tree beside it always grows D levels of K, whatever the context."""
 
 ACT = """**ACT: annealed confidence.** SpecBound drafts with the target's own shallow layers through small
-exit heads. Shallow heads are often sure and wrong, so their logits are cooled by a temperature
-T_ℓ = 1 + α(1 − ℓ/L) that is large for shallow layers and 1 at the top. A token exits at the first layer
+exit heads. Shallow heads are often sure and wrong, so their logits are divided by a temperature
+T_ℓ = 1 + α(1 − ℓ/L) that is large for shallow layers and 1 at the top: a temperature above 1 *flattens* the
+distribution, lowering its peak, so a shallow layer needs a clearer lead to exit. A token exits at the first layer
 whose annealed confidence max softmax(z/T_ℓ) reaches τ_exit. Toggle raw vs annealed to see which early
 exits the annealing prevented."""
 
@@ -33,14 +38,19 @@ layers without exiting (a hard token: drafting further would waste work; a check
 or after w_max drafted tokens in a row (longer blocks are rarely all accepted). Verification runs the
 drafted tokens through the layers they skipped, so every committed token saw all L layers and the output is
 the target's own. The *paper* preset checks every layer from the first over the whole vocabulary; *fast*
-checks only the layers stored with the heads over the most frequent tokens (ours, not the paper's)."""
+checks only the layers stored with the heads over the most frequent tokens (ours, not the paper's).
+SpecBound's δ counts layers, not draft models: the layers run while drafting (and the exit checks, at their
+measured cost) divided by L, so δ = 0.5 means half a target forward's worth of drafting."""
 
-SPEEDUP = """**Is it faster? R = τ / (1 + c·δ).** A step costs one target forward plus δ draft forwards, each c times
-as expensive as a target forward, and it yields τ tokens; plain decoding yields one token per target
-forward. So the modelled speed-up is R = τ/(1 + cδ). The stats panel measures c on this machine (draft
-milliseconds per forward in this run over the target's per-token time in a plain run of the same
-prompt) and puts R beside the speed-up actually measured. The Oracle line τ = δ in the scatter marks
-steps where every draft forward paid for exactly one token."""
+SPEEDUP = """**Is it faster? R = τ / (1 + c·δ).** The papers' model: a step costs one target forward plus δ draft
+forwards, each c times as expensive as a target forward, and yields τ tokens; plain decoding yields one token
+per target forward. It assumes verifying the whole tree costs what one token's forward costs — true on a GPU
+for small trees, far from true on a CPU, where a 60-node check costs several one-token forwards. So the stats
+panel puts R beside **R on this machine's cost curve**, the same model with the measured cost of verifying
+this many tokens and drafting these frontiers, and beside the speed-up actually measured against a plain run
+of the same prompt. When R and the measured speed-up disagree, the curve-aware one says why. In the (δ, τ)
+scatter the Oracle line τ = δ marks steps where every draft forward paid for exactly one token: points above
+it are good."""
 
 LOSSLESS = """**Lossless.** With temperature 0 the output must equal plain greedy decoding token for token; the
 page checks this against a real plain run. With sampling, each token is distributed exactly as if the

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core.compat import CompatReadout, PositionTally, readout
+from core.cost_model import CostModel
 from core.engine import SessionError
 from core.snapshot import Snapshot
 from core.metrics import Baseline, RunStats, run_stats
@@ -18,7 +19,7 @@ from core.trace import StepTrace
 from ui.baseline import BASELINES
 from ui.config import RunConfig
 from ui.gpu import CHUNK, remote
-from ui.worker import SESSIONS, StepOutcome, run_steps, static_step
+from ui.worker import SESSIONS, StepOutcome, cost_curve, run_steps, static_step
 
 
 class Busy:
@@ -58,6 +59,7 @@ class Run:
     device: str = ""  # where the engine ran its last step
     head: dict | None = None  # the EAGLE-3 head's HeadInfo when the drafter reads one
     tally: PositionTally = field(default_factory=PositionTally)  # acceptance by draft position, so far
+    cost: CostModel | None = None  # this machine's cost curve for the run's target and drafter (trees only)
     retired: bool = False  # Reset was pressed: a step still running for this run is discarded when it ends
     label = ""  # beside the figure titles: a live run needs none (an imported trace says so)
     note = ""  # above the stats
@@ -152,7 +154,14 @@ class Run:
 
     def stats(self) -> RunStats:
         return run_stats(self.traces, self.step_ms, self.output_ids, self.config.sampling.greedy, self.base,
-                         self.done)
+                         self.done, cost=self.cost)
+
+    def fetch_cost(self) -> None:
+        """This machine's cost curve for a tree run (kept on disk a day; measured at start-up for the default
+        pair), so the stats can put R on it beside the papers' R. Off the Step path, like the baseline."""
+        if self.cost is None and self.config.method in ("chain", "static", "talon"):
+            c = self.config
+            self.cost = cost_curve(c.target, c.draft, c.drafter)
 
     def forget(self) -> None:
         """The run is gone: free its engine session now rather than when the LRU gets to it."""

@@ -132,8 +132,8 @@ TALON = ViewSpec(
         Control("preset", lambda: gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)),
         Control("drafter", lambda: drafter_input("talon-drafter")),
         Control("show_pruned", lambda: gr.Checkbox(True, label="show pruned candidates (faint)"), redraws=True),
-        Control("with_static", lambda: gr.Checkbox(True, label="draft the static tree beside it (same prefix, "
-                                                               "same N)")),
+        Control("with_static", lambda: gr.Checkbox(True, label="draft the static tree beside it (same prefix, same N)"),
+                redraws=True),
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
                                                          "the cap) and fit T_shape to the drafter", elem_id="talon-auto")),
     ),

@@ -60,19 +60,29 @@ def tau_text(trace) -> str:
     return f"τ = {trace.tau}{score}, δ = {trace.delta}"
 
 
-def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True) -> dict:
-    """The TALON view of one step: its tree, the static tree beside it, the budget, the levels table and
-    acceptance by depth over the run so far."""
+def steady_height(run: Run | None, index: int | None) -> int:
+    """The trees' height: enough for the deepest tree of the run so far (its static shadows too), so replaying
+    an earlier, shallower step does not move the page, and the replay slider, under the pointer."""
+    if run is None or index is None:
+        return natural_height(None)
+    shown = run.traces[: index + 1] if run.label else run.traces  # an imported trace: up to the shown step
+    return max(natural_height(t) for t in [*shown, *run.shadows.values()])
+
+
+def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True, with_static: bool = True) -> dict:
+    """The TALON view of one step: its tree, the static tree beside it (unless turned off), the budget, the
+    levels table and acceptance by depth over the run so far."""
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     shadow = None if index is None else run.shadows.get(index)
     title = "" if trace is None else (f"{run.config.method.upper()}{on(trace)} · step {index + 1} · "
                                       f"{tau_text(trace)}{run.label}")
-    height = max(natural_height(trace), natural_height(shadow))  # side by side: levels line up
+    height = steady_height(run, index)  # side by side: levels line up
     if shadow is None:
         static = tree_figure(None, title="Static EAGLE-style tree (same prefix, same N)", height=height)
         if trace is not None:
-            static.layout.annotations[0].text = "Computing the static tree for this prefix…"
+            static.layout.annotations[0].text = ("Computing the static tree for this prefix…" if with_static else
+                                                 "Static tree off: tick “draft the static tree” to draw it")
     else:
         static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={num(shadow.tree.knob('depth'), 'g')}, "
                                                   f"N={num(shadow.tree.knob('N'), 'g')}) · {tau_text(shadow)}", height)

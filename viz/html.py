@@ -23,8 +23,7 @@ def text_html(prompt: str | list[tuple[str, bool]], traces: list[StepTrace], upt
     step's tokens one at a time)."""
     shown = traces if upto is None else traces[: upto + 1]
     prompt_parts = [(prompt, False)] if isinstance(prompt, str) else prompt
-    parts = [f'<span class="ss-prompt ss-template" title="added by the chat template">{esc(text)}</span>'
-             if template else f'<span class="ss-prompt">{esc(text)}</span>' for text, template in prompt_parts]
+    parts = [prompt_html(prompt_parts)]
     for i, t in enumerate(shown):
         pairs = list(zip(t.committed_texts, token_origins(t)))
         if reveal is not None and i == len(shown) - 1:
@@ -39,6 +38,46 @@ def text_html(prompt: str | list[tuple[str, bool]], traces: list[StepTrace], upt
               f'{STATUS_COLORS["bonus"]}">underlined</span> = bonus token from the target · plain = accepted '
               f'draft token</div>')
     return f'<div class="ss-text">{"".join(parts)}</div>{legend}'
+
+
+TIPS = {  # what each number is, where it stands (the page's tooltips)
+    "steps": "steps so far: one draft phase and one verification forward of the target each",
+    "tokens": "tokens committed so far (accepted drafts plus one bonus token per step)",
+    "MAT": "mean accepted tokens: the mean of τ, the tokens one step commits (≥ 1; higher is better)",
+    "δ": "draft forwards per step (SpecBound: layers run while drafting, and exit checks, over L: a fraction)",
+    "tok/s": "committed tokens over this run's summed Step time, the prompt's prefill taken out",
+    "c": "one draft forward's cost over one target forward's (measured in this run and the AR run)",
+    "R": "the papers' model τ/(1 + cδ): it assumes a verification costs one target forward whatever its size",
+    "R_curve": "the same model with this machine's measured cost of verifying this many tokens and drafting these "
+               "frontiers (Tune's cost curve): what R would be here",
+    "speedup": "measured: plain AR decoding's time over this run's for the same output positions",
+    "Σp(u)": "the drafter's own estimate of how many drafted tokens the target accepts (sum of path scores)",
+    "m_d": "the anchor: the best path score p(u) among the pooled candidates at this depth",
+    "μ·m_d": "TALON's gate: candidates with p(u) ≥ μ·m_d survive",
+    "kept": "candidates kept at this depth out of those scored",
+}
+PROMPT_SHOWN = 400  # characters of a long prompt shown in full before the generated text; the rest folds
+
+
+def prompt_html(parts: list[tuple[str, bool]]) -> str:
+    """The prompt in grey (what a chat template added, fainter and in italics). A long prompt folds all but
+    its last PROMPT_SHOWN characters behind a 'show' toggle, so the new tokens stay in view."""
+    def span(text: str, template: bool) -> str:
+        if template:
+            return f'<span class="ss-prompt ss-template" title="added by the chat template">{esc(text)}</span>'
+        return f'<span class="ss-prompt">{esc(text)}</span>'
+    total = sum(len(t) for t, _ in parts)
+    if total <= PROMPT_SHOWN:
+        return "".join(span(t, tmpl) for t, tmpl in parts)
+    head, tail, left = [], [], total - PROMPT_SHOWN
+    for text, template in parts:  # split the parts at the fold, keeping which are the template's
+        cut = min(len(text), max(0, left))
+        left -= cut
+        head.append((text[:cut], template))
+        tail.append((text[cut:], template))
+    hidden = "".join(span(t, tmpl) for t, tmpl in head if t)
+    return (f'<details class="ss-fold"><summary>… {total - PROMPT_SHOWN:,} earlier characters of the prompt</summary>'
+            f'{hidden}</details>' + "".join(span(t, tmpl) for t, tmpl in tail if t))
 
 
 NOISE_NOTE = ("Timings come from this machine, which may be shared with other visitors and programs: they are "
@@ -62,12 +101,18 @@ def stats_html(s: RunStats) -> str:
         check = f'<span class="ss-ok">lossless check: output equals plain decoding ✓</span> <small>{esc(s.lossless_note)}</small>'
     else:
         check = f'<span class="ss-bad">lossless check: ✗ {esc(s.lossless_note)}</span>'
-    rows = [("steps", num(s.steps, "d")), ("tokens", num(s.tokens, "d")), ("MAT (mean τ)", num(s.mat)),
-            ("mean δ", num(s.mean_delta)), ("tokens/s", num(s.tok_s, ".1f")), ("c = T_q/T_p", num(s.c, ".3f")),
-            ("modelled R = τ/(1+cδ)", num(s.R, ".2f", "×")), ("measured speed-up over AR", speedup_text(s))]
-    cells = "".join(f'<div class="ss-stat"><div class="ss-k">{k}</div><div class="ss-v">{v}</div></div>' for k, v in rows)
+    rows = [("steps", num(s.steps, "d"), TIPS["steps"]), ("tokens", num(s.tokens, "d"), TIPS["tokens"]),
+            ("MAT (mean τ)", num(s.mat), TIPS["MAT"]), ("mean δ", num(s.mean_delta), TIPS["δ"]),
+            ("tokens/s", num(s.tok_s, ".1f"), TIPS["tok/s"]), ("c = T_q/T_p", num(s.c, ".3f"), TIPS["c"]),
+            ("modelled R = τ/(1+cδ)", num(s.R, ".2f", "×"), TIPS["R"]),
+            ("R on this machine's cost curve", num(s.R_curve, ".2f", "×"), TIPS["R_curve"]),
+            ("measured speed-up over AR", speedup_text(s), TIPS["speedup"])]
+    cells = "".join(f'<div class="ss-stat" title="{esc(tip)}"><div class="ss-k">{k}</div><div class="ss-v">{v}</div>'
+                    f'</div>' for k, v, tip in rows)
     sp = s.spread
-    if sp is None:
+    if not s.timed_here:
+        how = "Speed-up: not measured here — an imported trace was timed where it was exported."
+    elif sp is None:
         how = "Speed-up: waiting for plain AR decoding of this prompt to be timed (it runs after each step)."
     else:
         spread = ("" if sp.lo is None else " The range is the 10th–90th percentile over the run's steps "
@@ -101,7 +146,7 @@ def score_text(trace: StepTrace) -> str:
     """Σp(u) beside τ: the drafter's own estimate of how many drafted tokens the target would accept."""
     if trace.score_sum is None:
         return ""
-    return f" · Σp(u) = {num(trace.score_sum)} vs {trace.accepted} accepted"
+    return f' · <span title="{esc(TIPS["Σp(u)"])}">Σp(u) = {num(trace.score_sum)}</span> vs {trace.accepted} accepted'
 
 
 def drafter_html(trace: StepTrace) -> str:
@@ -123,7 +168,14 @@ def levels_html(trace: StepTrace | None) -> str:
     """Per depth: frontier, candidates, anchor m_d, gate μ·m_d, what was kept and what each rule cut."""
     if trace is None or not trace.levels:
         return ""
-    head = "<tr><th>d</th><th>frontier</th><th>scored</th><th>m_d</th><th>μ·m_d</th><th>kept</th><th>cut: gate</th><th>budget</th><th>Top-K</th><th>budget left</th></tr>"
+    columns = (("d", "depth, from d = 0 (the first drafted token), as in the tree"),
+               ("frontier", "parents expanded at this depth (one batched draft forward)"),
+               ("scored", "children scored (per parent only the best few can survive)"),
+               ("m_d", TIPS["m_d"]), ("μ·m_d", TIPS["μ·m_d"]), ("kept", TIPS["kept"]),
+               ("cut: gate", "candidates below μ·m_d"), ("budget", "candidates past the node budget N"),
+               ("Top-K", "candidates past the Top-K width (the first k levels, and static trees)"),
+               ("budget left", "N minus the nodes kept so far"))
+    head = "<tr>" + "".join(f'<th title="{esc(tip)}">{esc(name)}</th>' for name, tip in columns) + "</tr>"
     body = "".join(
         "<tr>" + "".join(f"<td>{num(v, spec)}</td>" for v, spec in (
             (lv.depth, "d"), (lv.frontier, "d"), (lv.candidates, "d"), (lv.anchor, ".3g"), (lv.gate, ".3g"),

@@ -1,0 +1,71 @@
+"""Numbers with their meaning: R beside its cost-curve-aware counterpart (so the page never shows a modelled
+speed-up it knows to be wrong without saying so), a tooltip on every number and column, an imported trace that
+says where it was timed, a long prompt that keeps the new tokens in view, and the static tree that says when it
+is off."""
+from html import unescape
+
+from core.cost_model import CostModel
+from core.metrics import curve_r, run_stats
+from ui import handlers as h
+from ui.view_specs import VIEWS
+from viz.html import PROMPT_SHOWN, levels_html, stats_html, text_html
+
+from tests.handler_helpers import step
+from tests.viz_fixtures import chain_of, talon_example
+
+
+def curve(verify: list[float], draft: list[float]) -> CostModel:
+    return CostModel("cpu|m|fp32|x", [1, 2, 4, 8, 16], verify, [1, 2, 4, 8, 16], draft)
+
+
+def test_r_on_the_cost_curve_is_r_with_this_machines_costs():
+    traces = [talon_example(), chain_of(3)]
+    flat = curve([10.0] * 5, [0.0] * 5)  # a GPU-like curve, drafting free: every step costs one forward
+    assert abs(curve_r(traces, flat) - sum(t.tau for t in traces) / len(traces)) < 1e-9  # = MAT
+    linear = curve([10.0, 20.0, 40.0, 80.0, 160.0], [1.0] * 5)  # a CPU-like curve: a bigger check costs more
+    assert curve_r(traces, linear) < curve_r(traces, flat)
+    assert curve_r(traces, None) is None
+    sb = talon_example()
+    sb.tree = None
+    assert curve_r([sb], flat) is None  # SpecBound: no tree to cost
+
+
+def test_every_number_and_column_says_what_it_is():
+    s = run_stats([talon_example(), chain_of(3)], [10.0, 12.0], [1, 2, 3, 4, 5, 6, 7], True, None,
+                  cost=curve([10.0, 20.0, 40.0, 80.0, 160.0], [1.0] * 5))
+    html = stats_html(s)
+    assert "R on this machine&#x27;s cost curve" in html or "R on this machine's cost curve" in html
+    assert html.count('class="ss-stat" title=') == 9 and "assumes a verification costs one" in html
+    table = levels_html(talon_example())
+    assert table.count("<th title=") == 10 and "d = 0" in unescape(table)
+
+
+def test_an_imported_trace_says_it_was_timed_elsewhere(tmp_path):
+    run = step(step(None)["run"])["run"]
+    path, _ = h.export_trace(run)
+    out = h.import_run(VIEWS["talon"], run=None, path=path)
+    assert "not measured here" in out["stats"] and "waiting for plain AR" not in out["stats"]
+
+
+def test_a_long_prompt_folds_so_the_new_tokens_stay_in_view():
+    long = "x = 1\n" * 200
+    html = text_html(long, [chain_of(2)])
+    assert '<details class="ss-fold">' in html and html.index("</details>") < html.index("ss-tok")
+    assert len(unescape(html.split("</details>")[1].split('<span class="ss-tok')[0])) < PROMPT_SHOWN + 200
+    assert "<details" not in text_html("short", [chain_of(2)])
+
+
+def test_the_static_tree_says_when_it_is_off():
+    run = step(None)["run"]
+    off = h.replay(VIEWS["talon"], run=run, replay=1, with_static=False)
+    assert "Static tree off" in off["static"].layout.annotations[0].text
+    on = h.replay(VIEWS["talon"], run=run, replay=1, with_static=True)
+    assert "Computing the static tree" in on["static"].layout.annotations[0].text
+
+
+def test_replaying_an_earlier_step_keeps_the_trees_height():
+    run = None
+    for _ in range(4):
+        run = step(run)["run"]
+    heights = {h.replay(VIEWS["talon"], run=run, replay=i + 1)["tree"].layout.height for i in range(4)}
+    assert len(heights) == 1  # the page does not move under the replay slider
