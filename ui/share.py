@@ -96,7 +96,7 @@ def read_query(params: Mapping[str, str]) -> Shared:
     out = Shared()
     for param, raw in params.items():
         raw = str(raw)
-        if param.startswith("__"):
+        if param.startswith("__") or param == LINK_STEP:
             continue
         if param == "tab":
             if raw in TABS:
@@ -156,3 +156,7 @@ def apply_link(request: gr.Request) -> tuple:
     msg = link_message(s)
     shown = gr.HTML(value=msg, visible=True) if msg else gr.skip()  # hidden until a link has something to say
     return (tab, shown, *fill("talon", s), *fill("specbound", s))
+
+
+# ---- walk (issue 29): a link may carry `step`, the step to open; ui/link_step.py reads it and runs to it ----
+LINK_STEP = "step"

@@ -127,7 +127,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     levels = sorted({level for _, level in pos.values()})
     fig.update_yaxes(visible=True, showgrid=False, zeroline=False, tickvals=levels, automargin=True,
                      ticktext=[_level_tick(trace, level - 1, reveal) for level in levels], tickfont=dict(size=9),
-                     range=[max(levels) + 1.15, -0.45])  # reversed: room for the bonus star and its label
+                     range=[max(levels) + 1.15, -0.45], autorange=False)  # reversed, with room for the bonus
     xs = [x for x, _ in pos.values()]
     pad = max(0.9, 0.06 * (max(xs) - min(xs)))  # labels centred on the edge nodes stay inside
     fig.update_xaxes(range=[min(xs) - pad, max(xs) + pad])
