@@ -70,7 +70,7 @@ def test_markup_in_every_text_field_never_reaches_a_walk_stage(kind, exports, tm
     for i in range(len(run.traces)):
         for options in [{}] + [{opt: False} for opt in spec.options]:
             at = open_walk(view, run=run, replay=i + 1, **options)
-            shown += [at, follow(view, run=run, replay=i + 1, walk_at=at["walk_at"], **options)]
+            shown += [at, follow(view, run=run, trace=run.traces[i].to_dict(), walk_at=at["walk_at"], **options)]
             for _ in range(14):
                 at = move_walk(view, 1, run=run, walk_at=at["walk_at"], **options)
                 shown.append(at)

@@ -131,9 +131,10 @@ def test_walk_handlers_open_move_close_and_follow(talon_run):
         at = w.move_walk("talon", 1, run=talon_run, walk_at=at)["walk_at"]
     assert at.stage == len(stages(talon_run.traces[1], talon_run.shadows[1])) - 1  # nor after the last
     assert w.close_walk()["walk_at"] is None
-    followed = w.follow("talon", run=talon_run, replay=1, walk_at=at)
+    followed = w.follow("talon", run=talon_run, trace=talon_run.traces[0].to_dict(), walk_at=at)
     assert "Your run · step 1 of 2" in followed["walk_note"] and followed["walk_at"] == w.WalkAt(0, 0)
-    closed = w.follow("talon", run=talon_run, replay=2, walk_at=None)
+    assert "step 2 of 2" in w.follow("talon", run=talon_run, trace={})["walk_note"]  # none named: the latest
+    closed = w.follow("talon", run=talon_run, trace=talon_run.traces[1].to_dict(), walk_at=None)
     assert "walk_at" not in closed  # a closed walk stays closed
 
 
@@ -141,7 +142,7 @@ def test_without_any_step_the_walk_says_so(monkeypatch):
     monkeypatch.setattr(w.PREVIEW, "runs", {})
     out = w.open_walk("talon", run=None, replay=1)
     assert "press Step first" in out["walk_text"] and out["walk_at"] is None
-    assert "preview" in w.follow("talon", run=None, replay=1)["walk_note"]
+    assert "preview" in w.follow("talon", run=None, trace=None)["walk_note"]
 
 
 def test_walk_view_clamps_the_stage():

@@ -102,21 +102,27 @@ def close_walk() -> dict:
     return dict(walk_panel=gr.Row(visible=False), walk_at=None)
 
 
-def follow(view: str, run=None, replay=None, walk_at: WalkAt | None = None, **options) -> dict:
-    """The page shows another step (a Step, a replay, an import): the line beside the button says whose step
-    it is, and an open walk starts over on the new step."""
+def position(run, trace: dict | None) -> int | None:
+    """Which of the run's steps the trace panel shows (its record's own index), None: the latest."""
+    index = trace.get("index") if isinstance(trace, dict) else None
+    return next((i for i, t in enumerate(run.traces) if t.index == index), None)
+
+
+def follow(view: str, run=None, trace: dict | None = None, walk_at: WalkAt | None = None, **options) -> dict:
+    """The page shows another step (a Step, a replay, an import; its trace panel changed): the line beside the
+    button says whose step it is, and an open walk starts over on the new step."""
     source, preview = shown_run(view, run)
     out: dict = {"walk": gr.Button(elem_classes=["ss-invite"] if preview or source is None else [])}
     if preview or source is None:
         out["walk_note"] = note_html("preview", esc(INVITE[view]))
     else:
-        index = clamp(source, None if replay is None else int(replay) - 1)
+        index = clamp(source, position(source, trace))
         kind = "imported" if getattr(source, "label", "") else "yours"
         out["walk_note"] = note_html(kind, f'<span class="ss-walk-badge">{esc(heading(source, index, False))}'
                                            f'</span> τ = {num(source.traces[index].tau, "d")}: walk through it to '
                                            f'see how it was built.')
     if isinstance(walk_at, WalkAt):
-        out.update(open_walk(view, run, replay, **options))
+        out.update(render(view, run, None if source is None or preview else index, 0, options))
     return out
 
 
@@ -141,5 +147,5 @@ def wire_walk(spec, c: dict) -> None:
     wire(c["walk_back"].click, lambda **v: move_walk(view, -1, **v), ("run", "walk_at", *options), OUTPUTS)
     wire(c["walk_next"].click, lambda **v: move_walk(view, 1, **v), ("run", "walk_at", *options), OUTPUTS)
     wire(c["walk_close"].click, lambda **v: close_walk(), (), ("walk_panel", "walk_at"))
-    wire(c["trace"].change, lambda **v: follow(view, **v), ("run", "replay", "walk_at", *options),
+    wire(c["trace"].change, lambda **v: follow(view, **v), ("run", "trace", "walk_at", *options),
          ("walk", "walk_note", *OUTPUTS))

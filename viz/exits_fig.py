@@ -217,7 +217,7 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
         hovers.append(f"exit at layer {e.exit_layer} of {L}" if not hit else f"no exit within d_max = {d_max}")
     fig.add_trace(go.Bar(x=labels, y=depths, marker=dict(color=colors, line=dict(color=edges, width=2)),
                          hovertext=hovers, hoverinfo="text", name="exit depth", showlegend=False))
-    bar_legend(fig, trace, colors, edges)
+    bar_legend(fig, [c for c, e in zip(colors, edges) if e != "#000"], "#000" in edges)
     if d_max is not None:
         fig.add_hline(y=d_max, line=dict(color="#d73027", dash="dash"), annotation_text=f"d_max = {d_max}")
     w_max = knob(trace, "w_max")
@@ -234,11 +234,12 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
     return fig
 
 
-def bar_legend(fig: go.Figure, trace: StepTrace, colors: list[str], edges: list[str]) -> None:
-    """A legend entry per colour the bars use (the bars are one trace, so the legend is drawn beside them)."""
+def bar_legend(fig: go.Figure, colors: list[str], hit: bool) -> None:
+    """A legend entry per colour the drafted tokens' bars use, and one for the token that hit d_max (the bars
+    are one trace, so the legend is drawn beside them)."""
     entries = [(STATUS_COLORS[s], STATUS_LABELS[s], "rgba(0,0,0,0)") for s in ("accepted", "rejected", "unreached")
                if STATUS_COLORS[s] in colors]
-    if "#000" in edges:
+    if hit:
         entries.append((STATUS_COLORS["unreached"], "reached d_max without exiting: not drafted", "#000"))
     for color, name, edge in entries:
         fig.add_trace(go.Bar(x=[None], y=[None], name=name, marker=dict(color=color, line=dict(color=edge, width=2)),

@@ -67,7 +67,7 @@ def run_heatmap(traces: list[StepTrace], current: int | None, annealed: bool = T
     start = max(0, len(cols) - VISIBLE_COLUMNS)
     fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=[_label(t, col) for t, col in cols], tickangle=-45,
                      range=[start - 0.5, len(cols) - 0.5], tickfont=dict(size=9))
-    fig.update_yaxes(title="layer ℓ", range=[0.1, L + 0.5], dtick=1, fixedrange=True)  # room for w_max below
+    fig.update_yaxes(title="layer ℓ", range=[0.5, L + 0.5], dtick=1, fixedrange=True)
     return fig
 
 
@@ -81,7 +81,7 @@ def _steps(fig: go.Figure, traces: list[StepTrace], cols: list, current: int | N
                           line=dict(color="#e6550d", width=3), fillcolor="rgba(0,0,0,0)", name="current step")
             fig.add_annotation(x=start + (n - 1) / 2, y=L + 0.5, yanchor="bottom", text=f"step {t.index + 1}",
                                showarrow=False, font=dict(color="#e6550d", size=11))
-            _w_max(fig, t, start, L)
+            _w_max(fig, t, start, n, L)
             for col, layer in enumerate(first_crossings(t, annealed)):
                 if layer is not None:
                     fig.add_shape(type="rect", x0=start + col - 0.5, x1=start + col + 0.5, y0=layer - 0.5,
@@ -91,13 +91,12 @@ def _steps(fig: go.Figure, traces: list[StepTrace], cols: list, current: int | N
         start += n
 
 
-def _w_max(fig: go.Figure, t: StepTrace, start: int, L: int) -> None:
-    """The current step's w_max: a dashed bracket under the layers, w_max columns from the step's first token
-    (the drafted tokens fill it, or stop short of it at d_max, EOS or the length limit)."""
+def _w_max(fig: go.Figure, t: StepTrace, start: int, n: int, L: int) -> None:
+    """The current step's w_max: how many of it the step drafted, and a dashed line where it bit."""
     w_max = knob(t, "w_max")
     if not w_max:
         return
-    fig.add_shape(type="line", x0=start - 0.5, x1=start + w_max - 0.5, y0=0.3, y1=0.3, name="w_max",
-                  line=dict(color="#d73027", dash="dash", width=2))
-    fig.add_annotation(x=start + w_max - 0.5, y=0.3, text=f"w_max = {w_max}", showarrow=False, xanchor="left",
-                       yanchor="middle", font=dict(color="#d73027", size=10))
+    fig.add_annotation(x=start + (n - 1) / 2, y=L + 0.5, yanchor="bottom", yshift=14, showarrow=False,
+                       text=f"{len(t.nodes)} of w_max = {w_max} drafted", font=dict(color="#d73027", size=10))
+    if w_max <= n:
+        fig.add_vline(x=start + w_max - 0.5, line=dict(color="#d73027", dash="dash"), name="w_max")

@@ -120,7 +120,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
         g = g.subgraph([k for k, v in g.nodes(data="view") if v.kind == "root" or v.depth <= reveal.depth])
     choices = _choice_at(trace)
     _draw_edges(fig, g, pos, trace, reveal.verdicts)
-    _draw_nodes(fig, g, pos, trace, choices, labels_all, reveal.verdicts)
+    _draw_nodes(fig, g, pos, trace, choices, labels_all, reveal)
     _draw_focus(fig, pos, trace, reveal.focus)
     if reveal.bonus:
         _draw_bonus(fig, pos, trace)
@@ -179,8 +179,10 @@ def _draw_focus(fig: go.Figure, pos: dict, trace: StepTrace, focus: tuple[int, .
                                              line=dict(width=2.5))))
 
 
-def _point(trace: StepTrace, v, choices: dict, labels_all: bool, verdicts: bool) -> tuple[float, str, str]:
-    """One node's marker size, hover and label; before verification (a walk stage) nothing the target said."""
+def _point(trace: StepTrace, v, choices: dict, labels_all: bool, reveal: Reveal) -> tuple[float, str, str]:
+    """One node's marker size, hover and label; before verification (a walk stage) nothing the target said, and
+    the nodes a stage is about always labelled."""
+    verdicts = reveal.verdicts
     if v.kind == "root":
         root_choice = choices.get(ROOT) if verdicts else None
         return 18, "<b>root</b>: the last committed token" + (
@@ -192,20 +194,20 @@ def _point(trace: StepTrace, v, choices: dict, labels_all: bool, verdicts: bool)
         return marker_size(c.score), (f"<b>{show_token(c.text)}</b> · depth {c.depth}<br>q = {c.q:.3f} · "
                                       f"p(u) = {c.score:.4f}<br>pruned by {c.reason}"), ""
     n = trace.nodes[v.index]
-    label = labels_all or (verdicts and n.status == "accepted")
+    label = labels_all or (verdicts and n.status == "accepted") or v.index in reveal.focus
     return marker_size(n.score), _hover(trace, v.index, choices, verdicts), short(n.text, 8) if label else ""
 
 
 def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, labels_all: bool = True,
-                verdicts: bool = True) -> None:
+                reveal: Reveal = WHOLE) -> None:
     buckets: dict[str, list[str]] = {}
     for key, data in g.nodes(data=True):
-        buckets.setdefault(_node_status(trace, data["view"], verdicts), []).append(key)
+        buckets.setdefault(_node_status(trace, data["view"], reveal.verdicts), []).append(key)
     for status in ("root", "accepted", "rejected", "unreached", "drafted", "pruned", "more"):
         keys = buckets.get(status, [])
         if not keys:
             continue
-        points = [_point(trace, g.nodes[key]["view"], choices, labels_all, verdicts) for key in keys]
+        points = [_point(trace, g.nodes[key]["view"], choices, labels_all, reveal) for key in keys]
         faint = status == "pruned"
         group = status == "more"
         fig.add_trace(go.Scatter(

@@ -22,15 +22,19 @@ def sb(t: StepTrace, name: str, spec: str = "g") -> Quote:
 
 
 def rule_stage(t: StepTrace) -> Stage:
-    checks = ", ".join(map(str, t.specbound.exit_layers)) if t.specbound and t.specbound.exit_layers else "—"
+    checks = ", ".join(map(str, t.specbound.exit_layers)) if t.specbound and t.specbound.exit_layers else "none"
+    w_max = t.specbound.w_max if t.specbound is not None else None
+    bound: list[Part] = (["; and w_max = ", sb(t, "w_max", "d"), " drafted tokens end it too."] if w_max else
+                         ["; no w_max bounds how many are drafted."])
     parts: list[Part] = [
         "The step starts after ", Quote(t.context_len, "context_len", "d"), " committed tokens. SpecBound drafts "
         "with the target's own first layers: each token runs layer by layer, and at each checked layer (here ",
         checks, "; d_max always) an exit head reads its state. It exits at the first check where the annealed "
-        "confidence max softmax(z/T_ℓ) reaches τ_exit = ", sb(t, "tau_exit"), ", with T_ℓ = 1 + α(1 − ℓ/L), α = ",
+        "confidence max softmax(z/T_ℓ) reaches τ_exit = ", sb(t, "tau_exit"),
+        ", with T_ℓ = 1 + α(1 − ℓ/L), α = ",
         sb(t, "alpha"), ", L = ", sb(t, "num_layers", "d"), ": shallow layers, sure of themselves and often wrong, "
         "are flattened more. A token that reaches d_max = ", sb(t, "d_max", "d"), " layers without exiting ends the "
-        "block, and so does the w_max = ", sb(t, "w_max", "d"), "th drafted token."]
+        "block", *bound]
     return Stage("The rule", tuple(parts), ExitPicture("heatmap", 0))
 
 
@@ -46,7 +50,8 @@ def checks(t: StepTrace, i: int, e: ExitTrace) -> list[Part]:
             parts.append("…; ")
             continue
         f = f"exits.{i}"
-        parts += ["ℓ = ", Quote(e.layers[k], f"{f}.layers.{k}", "d"), ": raw ", Quote(e.raw_conf[k], f"{f}.raw_conf.{k}"),
+        parts += ["ℓ = ", Quote(e.layers[k], f"{f}.layers.{k}", "d"), ": raw ",
+                  Quote(e.raw_conf[k], f"{f}.raw_conf.{k}"),
                   " → annealed ", Quote(e.annealed_conf[k], f"{f}.annealed_conf.{k}"), " (T_ℓ = ",
                   Quote(e.temperature[k], f"{f}.temperature.{k}"), ") ",
                   "≥ τ_exit" if e.annealed_conf[k] >= tau else "< τ_exit", "; "]
@@ -69,8 +74,8 @@ def outcome(t: StepTrace, i: int, e: ExitTrace) -> list[Part]:
 def token_stage(t: StepTrace, i: int) -> Stage:
     e = t.exits[i]
     depth = max(e.layers, default=0)
-    parts: list[Part] = [f"Token {i + 1}: it ran ", Quote(depth, f"exits.{i}.layers.-1", "d"), " layer(s) and was "
-                         "checked at ", Quote(len(e.layers), f"exits.{i}.layers#", "d"), ": ", *checks(t, i, e),
+    parts: list[Part] = [f"Token {i + 1} ran ", Quote(depth, f"exits.{i}.layers.-1", "d"), " layer(s), checked at ",
+                         Quote(len(e.layers), f"exits.{i}.layers#", "d"), " of them: ", *checks(t, i, e),
                          *outcome(t, i, e)]
     if e.unchecked_layers:
         parts += [" The faint cells are the head read at the ", Quote(len(e.unchecked_layers),
@@ -116,7 +121,8 @@ def verdict_stage(t: StepTrace) -> Stage:
         parts.append("): rejected")
     if t.choices:
         k = len(t.choices) - 1
-        parts += [". The target's own token ", Tok(t.choices[k].text), " (p = ", Quote(t.choices[k].p, f"choices.{k}.p"),
+        parts += [". The target's own token ", Tok(t.choices[k].text), " (p = ",
+                  Quote(t.choices[k].p, f"choices.{k}.p"),
                   ") is the bonus"]
     parts += [": τ = ", Quote(t.tau, "tau", "d"), " token(s) committed."]
     return Stage("The verdict", tuple(parts), ExitPicture("bars"))

@@ -25,7 +25,8 @@ def rule(t: StepTrace) -> list[Part]:
     if kind == "talon":
         auto = " (auto chose it for this step)" if t.auto is not None else ""
         return ["TALON spends a budget of N = ", Quote(tree.N, "tree.N", "d"), f" drafted nodes{auto}: the first k = ",
-                Quote(tree.k_init, "tree.k_init", "d"), " level(s) keep the draft's Top-K = ", Quote(tree.K, "tree.K", "d"),
+                Quote(tree.k_init, "tree.k_init", "d"), " level(s) keep the draft's Top-K = ",
+                Quote(tree.K, "tree.K", "d"),
                 "; deeper levels pool every child of the frontier and keep those whose path score p(u) reaches "
                 "μ = ", Quote(tree.mu, "tree.mu", "g"), " times the level's best, m_d."]
     if kind == "static":
@@ -74,7 +75,8 @@ def topk_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
     parts += listed(t, nodes, "q" if lv.depth == 0 else "score")
     parts += [". Top-K cut ", lv_quote(k, lv, "cut_by_topk"), "; the budget has N − |T| = ",
               lv_quote(k, lv, "budget_left"), " nodes left."]
-    return Stage(f"{'Root' if lv.depth == 0 else f'd = {lv.depth}'} Top-K", tuple(parts), hidden(lv.depth, tuple(nodes)))
+    name = "Root Top-K" if lv.depth == 0 else f"d = {lv.depth} Top-K"
+    return Stage(name, tuple(parts), hidden(lv.depth, tuple(nodes)))
 
 
 def gate_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
@@ -83,7 +85,8 @@ def gate_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
     parts: list[Part] = [
         f"Level d = {lv.depth}: the children of all ", lv_quote(k, lv, "frontier"), " frontier nodes are pooled "
         "(one batched draft forward) and ", lv_quote(k, lv, "candidates"), " of them scored by p(u) = "
-        "p(parent)·q. The best sets the anchor m_d = ", lv_quote(k, lv, "anchor", ".3g"), ", so the gate is μ·m_d = ",
+        "p(parent)·q. The best sets the anchor m_d = ", lv_quote(k, lv, "anchor", ".3g"),
+        ", so the gate is μ·m_d = ",
         lv_quote(k, lv, "gate", ".3g"), ". The gate cuts ", lv_quote(k, lv, "cut_by_gate")]
     cut = next((j for j, c in enumerate(t.pruned) if c.depth == lv.depth and c.reason == "gate"), None)
     if cut is not None:

@@ -22,7 +22,9 @@ def cap_of(t: StepTrace) -> list[Part]:
 
 def grown_stage(t: StepTrace) -> Stage:
     """The tree as the drafter left it: how much of the budget it spent, and why growth stopped."""
-    parts: list[Part] = [f"{why_stopped(t)} The tree holds |T| = ", Quote(len(t.nodes), "nodes#", "d"),
+    why = why_stopped(t)
+    why = why if why.endswith(".") else why[:1].upper() + why[1:] + "."
+    parts: list[Part] = [f"{why} The tree holds |T| = ", Quote(len(t.nodes), "nodes#", "d"),
                          " drafted nodes", *cap_of(t), ", for δ = ", Quote(t.delta, "delta", "g"),
                          " draft forwards, one per level."]
     if t.score_sum is not None:
@@ -59,7 +61,8 @@ def walked(t: StepTrace) -> list[Part]:
         if k is None:
             continue
         parts += ["at ", *name_of(t, t.nodes[i].parent), " it chooses ", Tok(t.choices[k].text), " (p = ",
-                  Quote(t.choices[k].p, f"choices.{k}.p"), "), a drafted child (q = ", Quote(t.nodes[i].q, f"nodes.{i}.q"),
+                  Quote(t.choices[k].p, f"choices.{k}.p"), "), a drafted child (q = ",
+                  Quote(t.nodes[i].q, f"nodes.{i}.q"),
                   "): accepted; "]
     if len(t.accepted_path) > MAX_WALKED:
         parts.append(f"… {len(t.accepted_path) - MAX_WALKED} more accepted the same way; ")
@@ -104,7 +107,8 @@ def bonus_stage(t: StepTrace, shadow: StepTrace | None) -> Stage:
     parts: list[Part] = ["The bonus token: at ", *name_of(t, t.choices[k].at), " the target's own choice ",
                          Tok(t.choices[k].text), " (p = ", Quote(t.choices[k].p, f"choices.{k}.p"),
                          ") is committed after the ", Quote(len(t.accepted_path), "accepted_path#", "d"),
-                         " accepted drafts, so this step commits τ = ", Quote(t.tau, "tau", "d"), " token(s) for δ = ",
+                         " accepted drafts, so this step commits τ = ", Quote(t.tau, "tau", "d"),
+                         " token(s) for δ = ",
                          Quote(t.delta, "delta", "g"), " draft forwards and one target forward."]
     if t.stop_reason:
         parts.append(f" The run ends here ({t.stop_reason}).")

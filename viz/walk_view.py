@@ -45,7 +45,8 @@ def stage_figure(trace: StepTrace, shadow: StepTrace | None, stage: Stage, title
             fig = exit_bars(trace, height=380)
         else:
             fig = confidence_heatmap(trace, annealed, height=440, upto=pic.upto, focus=pic.focus)
-        fig.layout.title.text = f"{title} · {fig.layout.title.text}"
+        shown = "annealed" if annealed else "raw"
+        fig.layout.title.text = title if pic.kind == "bars" else f"{title} · {shown} confidence, faint: no check"
         return fig
     source = shadow if pic.shadow and shadow is not None else trace
     height = max(natural_height(trace), natural_height(shadow))
