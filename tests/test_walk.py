@@ -175,3 +175,16 @@ def test_a_shared_link_opens_its_own_settings_at_its_step():
     link = share_link("talon", {"prompt": run.config.prompt, **TALON, "N": 12, "run": run, "replay": 2})
     assert "step=2" in link and "N=12" in link
     assert "step=" not in share_link("talon", {"prompt": "x", "run": run, "replay": 1})
+
+
+def test_a_link_whose_settings_cannot_run_shows_the_preview_and_says_why(monkeypatch):
+    import threading
+    from ui.limits import prompt_char_limit
+    from ui.link_step import open_view
+    from ui.view_specs import VIEWS
+    ready = threading.Event()
+    ready.set()  # no start-up preview in tests: do not wait for one
+    monkeypatch.setattr(w.PREVIEW, "ready", ready)
+    with pytest.warns(UserWarning, match="could not be run"):
+        out = open_view(VIEWS["talon"], gr.Request(query_params={"p": "x" * (prompt_char_limit() + 1)}))
+    assert "run" not in out and "tree" in out  # the start-up preview, drawn as without a link

@@ -68,7 +68,11 @@ def open_view(spec: ViewSpec, request: gr.Request | None = None, **options) -> d
         return h.load(spec, **options)
     if note and named:
         gr.Warning(note)
-    return h.step(spec, step if named else 1, **page_values(spec, {**given, **options}), run=None)
+    try:
+        return h.step(spec, step if named else 1, **page_values(spec, {**given, **options}), run=None)
+    except gr.Error as exc:  # the link's settings cannot run (a prompt too long, say): one line, and the preview
+        gr.Warning(f"The shared link's settings could not be run: {exc.message}")
+        return h.load(spec, **options)
 
 
 def share_link(view: str, values: dict) -> str:
