@@ -30,8 +30,8 @@ def timed_step(session: Session) -> float:
     only the page needs (StepTrace.display_ms)."""
     prefills = session.tcache is None
     t0 = time.perf_counter()
-    ms = -session.step().display_ms
-    ms += (time.perf_counter() - t0) * 1000
+    trace = session.step()
+    ms = (time.perf_counter() - t0) * 1000 - trace.display_ms
     return max(0.0, ms - session.prefill_ms) if prefills else max(0.0, ms)
 
 
