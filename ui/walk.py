@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ui.handlers import friendly
+from ui.limits import state_ttl_s
 from ui.preview import PREVIEW
+from ui.run import forget
 from ui.views import clamp
 from viz.escape import esc, num
 from viz.walk_view import walk_view
@@ -35,6 +37,9 @@ class WalkAt:
     step: int
     stage: int
 
+    def forget(self) -> None:
+        """Nothing to free when the page's state expires: a position, no engine session."""
+
 
 def walk_block(view: str) -> dict:
     """The button row and the (hidden) walk panel, built where the page wants them; wired by `wire_walk`."""
@@ -51,7 +56,8 @@ def walk_block(view: str) -> dict:
                 close = gr.Button("Close (Esc)", elem_id=f"{view}-walk-close", size="sm", min_width=80)
         figure = gr.Plot(show_label=False, elem_id=f"{view}-walk-fig", scale=3, min_width=360)
     return dict(walk=button, walk_note=note, walk_panel=panel, walk_text=text, walk_fig=figure, walk_back=back,
-                walk_next=forward, walk_close=close, walk_at=gr.State(None))
+                walk_next=forward, walk_close=close,
+                walk_at=gr.State(None, time_to_live=state_ttl_s(), delete_callback=forget))
 
 
 def note_html(kind: str, html: str) -> str:
