@@ -175,7 +175,7 @@ def test_the_specbound_walk_runs_and_quotes_the_trace(app, tmp_path):
     assert names[0] == "The rule" and names[-2:] == ["Verification", "The verdict"] and "Token 1" in names
     assert checked > 10
     page.click("#specbound-walk-back")
-    page.wait_for_selector("#specbound-walk-fig .main-svg", timeout=30_000)
+    wait_stage(page, "specbound", len(names) - 1)  # each move answers before the next is sent
     press(page, "ArrowLeft")
     wait_stage(page, "specbound", len(names) - 2)
     page.screenshot(path=str(page.shots / "walk_specbound.png"))
