@@ -24,10 +24,12 @@ from ui.gpu import remote
 from ui.models import EMBEDDED, model_box_info, pair_choices, preload
 from ui.preview import PREVIEW
 from ui.run import forget
-from ui.share import FIELDS, apply_link, share_query
+from ui.link_step import share_link, wire_open
 from ui.long_tabs import compare_tab, tune_tab
+from ui.share import FIELDS, apply_link
 from ui.tab_handlers import choose_pair, load_models
 from ui.view_specs import VIEWS, ViewSpec
+from ui.walk import walk_block, wire_walk
 from ui.wiring import named
 
 CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
@@ -116,8 +118,8 @@ def wire_stepping(spec: ViewSpec, c: dict) -> None:
         c[name].change(**replay, api_visibility="private")
     c["path"].upload(**named(lambda **v: h.import_run(spec, **v), ("run", "path", *options), playing, c),
                      api_name=f"{spec.name}_import", **IMPORTS)
-    c["share"].click(**named(lambda **v: {"link": share_query(spec.name, v)}, tuple(FIELDS[spec.name]), ("link",), c),
-                     api_name=f"{spec.name}_link").then(None, [c["link"]], [c["link"]], js=COPY_JS)
+    c["share"].click(**named(lambda **v: {"link": share_link(spec.name, v)}, (*FIELDS[spec.name], "run", "replay"),
+                             ("link",), c), api_name=f"{spec.name}_link").then(None, [c["link"]], [c["link"]], js=COPY_JS)
 
 
 COPY_JS = ("(q) => { const u = location.origin + location.pathname + q; "
@@ -153,6 +155,7 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
     the outcomes, export / import and Learn; returns its components by name."""
     c: dict = {"run": run_state(), **models}
     c["prompt"], c["step"], c["play"], c["reset"] = prompt_row(spec.name)
+    c.update(walk_block(spec.name))  # "Walk me through this step" and its panel (ui/walk.py)
     rows: dict[int, list] = {}
     for panel in spec.panels:
         rows.setdefault(panel.row, []).append(panel)
@@ -183,6 +186,7 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
     with gr.Accordion(spec.learn[0], open=False):
         gr.Markdown("\n\n".join(spec.learn[1:]))
     wire_stepping(spec, c)
+    wire_walk(spec, c)
     if spec.wire is not None:
         spec.wire(c)
     return c
@@ -226,10 +230,8 @@ def build_demo() -> gr.Blocks:
         drafters = [views["talon"]["drafter"], compare["drafter"], tune["drafter"]]
         models["pair"].input(choose_pair, [models["pair"]], [models["target"], models["draft"], models["chat"],
                                                              *drafters], api_visibility="private")
-        for spec in VIEWS.values():  # the start-up step, waited for outside the engine's queue slots
-            c = views[spec.name]
-            demo.load(**named(lambda spec=spec, **v: h.load(spec, **v), spec.options, spec.outputs[1:], c),
-                      api_visibility="private", show_progress="hidden", concurrency_limit=None)
+        for spec in VIEWS.values():  # a shared link's own run, else the start-up step (ui/link_step.py)
+            wire_open(demo, spec, views[spec.name], concurrency_id=ENGINE)
         fields = [views[name][n] for name in VIEWS for n in FIELDS[name]]
         demo.load(apply_link, None, [tabs, link_msg, *fields], api_visibility="private",
                   show_progress="hidden", concurrency_limit=None)  # a shared link fills the knobs

@@ -1,7 +1,8 @@
 // SpecScope page helpers, loaded in <head>. Three small jobs the server cannot do:
 // 1. a knob typed out of range is clamped by the slider on blur without a word; say so, with the range;
 // 2. the figures are drawn with a light template; when the page is dark, recolour them to match;
-// 3. keyboard shortcuts: s = Step, p = Play/Pause, ← / → = replay the previous / next step.
+// 3. keyboard shortcuts: s = Step, p = Play/Pause, ← / → = replay the previous / next step; while a walk
+//    ("Walk me through this step") is open, ← / → go to its previous / next stage and Esc closes it.
 (() => {
   const DARK = { bg: "#111827", grid: "#374151", text: "#e5e7eb" };
 
@@ -82,7 +83,11 @@
     if (e.ctrlKey || e.metaKey || e.altKey || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)))) return;
     const view = visible("#talon-step") ? "talon" : visible("#specbound-step") ? "specbound" : null;
     if (!view) return;
-    if (e.key === "s") visible(`#${view}-step`).click();
+    if (visible(`#${view}-walk-panel`) && ["ArrowLeft", "ArrowRight", "Escape"].includes(e.key)) {
+      const which = e.key === "Escape" ? "close" : e.key === "ArrowLeft" ? "back" : "next";
+      const button = visible(`#${view}-walk-${which}`);
+      if (button) button.click();
+    } else if (e.key === "s") visible(`#${view}-step`).click();
     else if (e.key === "p") visible(`#${view}-play`).click();
     else if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
       const box = document.querySelector(`#${view}-replay input[type=number]`);

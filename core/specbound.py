@@ -29,6 +29,7 @@ from core.engine import Session, Timer
 from core.exit_heads import ExitHeads, exit_vocab, heads_for
 from core.sampling import probs
 from core.specbound_block import Block, VerifyPass, staggered_verify
+from core.specbound_display import fill_unchecked
 from core.specbound_draft import DraftPlan, draft_block
 from core.trace import SpecBoundStep, StepTrace
 from core.verify import ChainVerdict, record_chain, verify_chain_greedy, verify_chain_sampling
@@ -57,6 +58,8 @@ class SpecBoundMethod:
     propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
     exit_layers: ExitLayers = knobs.EXIT_LAYERS.default
     record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
+    record_layers: bool = False  # also read the exit heads at layers without a check, for the page only
+    # (core/specbound_display.py; build_specbound_method turns it on with record_raw)
     exit_vocab: int = knobs.EXIT_VOCAB.default  # V_exit: checks over the most frequent tokens only (0: all)
     name: str = "specbound"
     needs_draft: bool = False
@@ -87,22 +90,33 @@ class SpecBoundMethod:
             draft_block(lm, cache, plan, block, s.sampling, s.gen, s.text_of)
         # 2. verify: one staggered pass through every layer not computed exactly; row i predicts drafted[i]
         with Timer(lm.device) as t_verify:
-            passed = staggered_verify(lm, cache, block)
+            passed = staggered_verify(lm, cache, block, keep=self.record_layers)
             logits = lm.head(passed.rows)  # (w + 1, V)
             p = probs(logits, s.sampling)  # (w + 1, V)
             verdict = self.verdict(block, logits, p, s)
         # 3. commit: every block slot now holds exact K/V; keep the committed ones (the bonus is fed next step)
         cache.rollback(block.base + block.n_pending + verdict.accepted)
         kept = s.commit(block.drafted[: verdict.accepted] + [verdict.bonus])
-        # 4. the trace, finished last: the drafted chain, the target's choices, the exits and the layers' cost
+        # 4. for the page only, timed apart: every layer's confidence where no check ran
+        display_ms = self.show_layers(plan, block, passed, s) if self.record_layers else 0.0
+        # 5. the trace, finished last: the drafted chain, the target's choices, the exits and the layers' cost
         q = [float(qi[tok]) for qi, tok in zip(block.q, block.drafted)]
         record = record_chain(block.drafted, q, p, verdict, s.text_of)
         h_cost = head_cost_layers(lm, plan.heads, self.exit_vocab)
         return s.step_trace(kept, draft_ms=t_draft.ms, verify_ms=t_verify.ms, target_forwards=1,
                             delta=(block.layers + block.head_evals * h_cost) / lm.num_layers, nodes=record.nodes,
                             accepted_path=record.accepted_path, choices=record.choices, exits=block.exits,
-                            draft_stop=block.stop, specbound=self.record(plan, block, passed, len(kept), h_cost,
-                                                                         lm.num_layers, verdict.residual))
+                            draft_stop=block.stop, display_ms=display_ms,
+                            specbound=self.record(plan, block, passed, len(kept), h_cost, lm.num_layers,
+                                                  verdict.residual))
+
+    @staticmethod
+    def show_layers(plan: DraftPlan, block: Block, passed: VerifyPass, s: Session) -> float:
+        """The exit heads read at the layers without a check (core/specbound_display.py); its milliseconds,
+        which the step's timing leaves out."""
+        with Timer(s.target.device) as t:
+            fill_unchecked(s.target, plan, block, passed, s.text_of)
+        return t.ms
 
     @staticmethod
     def verdict(block: Block, logits: torch.Tensor, p: torch.Tensor, s: Session) -> ChainVerdict:
@@ -148,4 +162,4 @@ def build_specbound_method(record_raw: bool = True, **given) -> SpecBoundMethod:
         raise ValueError(f"the lowest exit layer ℓ_min ({k['min_exit_layer']}) must be <= d_max ({k['d_max']})")
     return SpecBoundMethod(alpha=k["alpha"], tau_exit=k["tau_exit"], d_max=k["d_max"], w_max=k["w_max"] or None,
                            min_exit_layer=k["min_exit_layer"], exit_layers=parse_exit_layers(k["exit_layers"] or "all"),
-                           record_raw=bool(record_raw), exit_vocab=k["exit_vocab"])
+                           record_raw=bool(record_raw), record_layers=bool(record_raw), exit_vocab=k["exit_vocab"])

@@ -83,6 +83,8 @@ class VerifyPass:
     rows: torch.Tensor  # (w + 1, d): block tokens n_pending − 1 .. end after all L layers
     layers: int  # layer passes run
     from_layer: int  # the shallowest layer it ran (the draft's exact layers below it were reused)
+    states: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)  # kept for the page only:
+    # layer ℓ -> (first block token in the pass at ℓ, (T, d) their states after ℓ layers)
 
 
 def _joiners(lm: CausalLM, block: Block, lo: int, hi: int, i: int) -> torch.Tensor:
@@ -93,15 +95,16 @@ def _joiners(lm: CausalLM, block: Block, lo: int, hi: int, i: int) -> torch.Tens
     return torch.stack([block.hidden[j][i] for j in range(lo, hi)])
 
 
-def staggered_verify(lm: CausalLM, cache: KVCache, block: Block) -> VerifyPass:
+def staggered_verify(lm: CausalLM, cache: KVCache, block: Block, keep: bool = False) -> VerifyPass:
     """Every layer of every block token that was not computed exactly, each token joining the pass at its
-    exact depth x_j; afterwards every block slot holds exact K/V."""
+    exact depth x_j; afterwards every block slot holds exact K/V. `keep`: also hand back every layer's states
+    (only the page reads them: core/specbound_display.py)."""
     L, n, base = lm.num_layers, len(block.tokens), block.base
     x = block.exact_depth
     first = x[-1] if n else L
     run: torch.Tensor | None = None
     start = n  # block tokens start.. are in the running pass; earlier ones join when their exact depth is reached
-    i = first
+    i, states = first, {}
     while i < L:
         new_start = start
         while new_start > 0 and x[new_start - 1] <= i:
@@ -113,8 +116,11 @@ def staggered_verify(lm: CausalLM, cache: KVCache, block: Block) -> VerifyPass:
         upto = min(L, x[start - 1]) if start else L  # the next token to join does so at layer upto
         positions = torch.arange(base + start, base + n, device=lm.device)  # (T,)
         mask = causal_mask(base + start, n - start, lm.device)  # (T, base + n)
-        run = lm.forward_layers(run, positions, cache, base + start, mask, i, upto)  # (T, d): layers i..upto-1
+        outs: list[torch.Tensor] | None = [] if keep else None
+        run = lm.forward_layers(run, positions, cache, base + start, mask, i, upto, hidden=outs)  # (T, d): i..upto-1
+        for k, out in enumerate(outs or []):
+            states[i + k + 1] = (start, out)
         i = upto
     exact = [torch.stack([block.hidden[j][L] for j in range(start)])] if start else []  # computed in full
     rows = torch.cat(exact + ([run] if run is not None else []))  # (n, d)
-    return VerifyPass(rows[block.n_pending - 1:], L - first, first)
+    return VerifyPass(rows[block.n_pending - 1:], L - first, first, states)

@@ -67,6 +67,12 @@ class ExitTrace:
     top_ids: list[int]  # argmax of z^(ℓ) per evaluated layer
     top_texts: list[str]
     exit_layer: int | None  # None: reached d_max layers without exiting (drafting stopped)
+    # Shown only (the page's faint cells): the exit head read at layers 1..L where no check ran, from the token's
+    # own drafting state up to its last check and from the verification's exact state above it. Never used to draft.
+    unchecked_layers: list[int] = field(default_factory=list)
+    unchecked_raw: list[float] = field(default_factory=list)  # max softmax(z^(ℓ))
+    unchecked_annealed: list[float] = field(default_factory=list)  # max softmax(z^(ℓ) / T_ℓ)
+    unchecked_top_texts: list[str] = field(default_factory=list)  # argmax of z^(ℓ)
 
 
 @dataclass
@@ -140,6 +146,8 @@ class StepTrace:
     verify_ms: float = 0.0  # target forward + acceptance walk
     step_ms: float = 0.0  # the whole step's wall time (prefill excluded); 0 in exports from before it was kept
     stop_reason: str | None = None  # eos | length | context, when the session ended here
+    display_ms: float = 0.0  # work inside the step done only for the page (SpecBound's unchecked layers), kept out
+    # of step_ms
     levels: list[LevelTrace] = field(default_factory=list)  # tree policies: one record per depth grown
     pruned: list[PrunedCandidate] = field(default_factory=list)  # best cut candidates per depth (not all of them)
     exits: list[ExitTrace] = field(default_factory=list)  # SpecBound: one per drafted token (+ the one that hit d_max)

@@ -164,6 +164,20 @@ def check_exits(step, what: str, limits: TraceLimits) -> None:
             raise TraceFormatError(f"{what}'s exits[{j}] names a layer or node outside the step")
         if any(not 0 <= c <= 1 for c in e.annealed_conf) or any(not (c != c or 0 <= c <= 1) for c in e.raw_conf):
             raise TraceFormatError(f"{what}'s exits[{j}] has a confidence outside [0, 1]")
+        check_unchecked(e, f"{what}'s exits[{j}]", top)
+
+
+def check_unchecked(e, what: str, top: int) -> None:
+    """The shown-only confidences at layers without a check: one value per layer, each layer once, within
+    the model and apart from the checked ones, each confidence in [0, 1]."""
+    shown = (e.unchecked_raw, e.unchecked_annealed, e.unchecked_top_texts)
+    if len(e.unchecked_layers) > top or any(len(v) != len(e.unchecked_layers) for v in shown):
+        raise TraceFormatError(f"{what} needs one unchecked value per unchecked layer (at most {top})")
+    layers = set(e.unchecked_layers)
+    if len(layers) != len(e.unchecked_layers) or layers & set(e.layers) or any(not 1 <= x <= top for x in layers):
+        raise TraceFormatError(f"{what}'s unchecked_layers must be distinct layers in 1..{top} without a check")
+    if any(not 0 <= c <= 1 for c in e.unchecked_raw + e.unchecked_annealed):
+        raise TraceFormatError(f"{what} has an unchecked confidence outside [0, 1]")
 
 
 def size(step) -> int:

@@ -35,6 +35,31 @@ def extra_views(browser, url: str, out: Path) -> None:
         page.close()
 
 
+def walk_views(page, out: Path) -> None:
+    """"Walk me through this step" on the TALON step shown (at its first gated level, then the walk down) and
+    on a SpecBound step (at its first token), each sentence beside its picture."""
+    wanted = {"talon": {3: "walk.png", "The walk down": "walk_down.png"}, "specbound": {2: "walk_specbound.png"}}
+    for view, shots in wanted.items():
+        if view == "specbound":
+            page.get_by_role("tab", name="SpecBound").click()
+            page.click("#specbound-step")
+            page.wait_for_timeout(2500)
+        page.click(f"#{view}-walk")
+        page.wait_for_selector(f"#{view}-walk-text .ss-walk-say", timeout=60_000)
+        count = int(page.locator(f"#{view}-walk-text .ss-walk-of").text_content())
+        for at in range(1, count + 1):
+            page.wait_for_function(f"document.querySelector('#{view}-walk-text .ss-walk-at')?.textContent === '{at}'",
+                                   timeout=30_000)
+            name = page.locator(f"#{view}-walk-text .ss-walk-name").text_content()
+            shot = shots.get(at) or shots.get(name)
+            if shot:
+                page.wait_for_timeout(1200)
+                page.locator(f"#{view}-walk-panel").screenshot(path=str(out / shot))
+            if at < count:
+                page.click(f"#{view}-walk-next")
+        page.click(f"#{view}-walk-close")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/screenshots")
@@ -55,8 +80,9 @@ def main() -> None:
         page.wait_for_timeout(2500)
         page.screenshot(path=str(out / "talon.png"), full_page=True)
         page.locator("#talon-tree").screenshot(path=str(out / "talon_tree.png"))
+        walk_views(page, out)
         page.get_by_role("tab", name="SpecBound").click()
-        for _ in range(4):
+        for _ in range(3):  # walk_views stepped it once
             page.click("#specbound-step")
             page.wait_for_timeout(1200)
         page.wait_for_selector("#specbound-heatmap .hm, #specbound-heatmap .heatmaplayer image", timeout=60_000)

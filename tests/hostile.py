@@ -12,7 +12,8 @@ from ui.view_specs import VIEWS
 from tests.handler_helpers import sb_step, step
 
 PAYLOAD = '<img src=x onerror="window.__xss=1">'
-FREE_TEXT = {"text", "top_texts", "committed_texts", "prompt_text", "output_text", "prompt"}  # + auto's reason
+FREE_TEXT = {"text", "top_texts", "unchecked_top_texts", "committed_texts", "prompt_text", "output_text",
+             "prompt"}  # + auto's reason
 
 
 def talon_export(steps: int = 3, **kw) -> dict:

@@ -47,7 +47,7 @@ def test_any_number_or_name_field_carrying_markup_is_refused_naming_it(kind, exp
     view = "specbound" if kind == "specbound" else "talon"
     data = exports[kind]
     richest = max(range(len(data["steps"])), key=lambda i: len(json.dumps(data["steps"][i])))
-    free = {"text", "top_texts", "committed_texts"}
+    free = {"text", "top_texts", "unchecked_top_texts", "committed_texts"}
     paths = [("steps", richest, *p) for p in leaf_paths(data["steps"][richest])
              if not free & set(p) and p[-2:] != ("auto", "reason")]
     assert len(paths) > 40  # every numeric, boolean and name field of a step, its nodes, levels, exits, ...
@@ -57,6 +57,24 @@ def test_any_number_or_name_field_carrying_markup_is_refused_naming_it(kind, exp
         msg = err.value.message
         named = next(k for k in reversed(path) if isinstance(k, str))
         assert named in msg and "\n" not in msg and "<img" not in msg, (path, msg)
+
+
+@pytest.mark.parametrize("kind", ["talon", "specbound", "auto"])
+def test_markup_in_every_text_field_never_reaches_a_walk_stage(kind, exports, tmp_path):
+    """"Walk me through this step" on every imported step, every stage, each redraw option both ways."""
+    from ui.walk import follow, move_walk, open_walk
+    view = "specbound" if kind == "specbound" else "talon"
+    spec = VIEWS[view]
+    run = h.import_run(spec, run=None, path=write(tmp_path, "x.json", plant_text(exports[kind])))["run"]
+    shown = []
+    for i in range(len(run.traces)):
+        for options in [{}] + [{opt: False} for opt in spec.options]:
+            at = open_walk(view, run=run, replay=i + 1, **options)
+            shown += [at, follow(view, run=run, trace=run.traces[i].to_dict(), walk_at=at["walk_at"], **options)]
+            for _ in range(14):
+                at = move_walk(view, 1, run=run, walk_at=at["walk_at"], **options)
+                shown.append(at)
+    assert len(shown) > 40 and markup_in([{k: v for k, v in s.items() if k != "walk_at"} for s in shown]) == []
 
 
 def test_all_fields_at_once_and_config_markup(exports, tmp_path):

@@ -77,6 +77,9 @@ the cap); it also fits T_shape to the drafter: the T under which the target's ow
 likely, times 0.87 (the fastest trees were that much sharper: the separate draft LM ends near 0.35, the
 head near 0.5); each step shows the N and T_shape it picked and why."""
 
-KEYS = ("**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box).\n\n"
-        "**Share and replay.** *Copy link* (under the knobs) gives a URL with this view's prompt and knobs; opening "
-        "it fills them in. *Import* (beside Export) replays an exported trace JSON, labelled as imported.")
+KEYS = ("**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / next step (not while typing in a box); "
+        "while a walk (*Walk me through this step*) is open, ← / → go to its previous / next stage and Esc closes "
+        "it.\n\n"
+        "**Share and replay.** *Copy link* (under the knobs) gives a URL with this view's prompt and knobs, and the "
+        "step shown from step 2 on; opening it runs those settings to that step. *Import* (beside Export) replays "
+        "an exported trace JSON, labelled as imported.")

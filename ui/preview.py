@@ -20,7 +20,8 @@ from viz.html import message_html
 log = logging.getLogger("specscope")
 WAIT_S = 180.0  # how long a page load waits for the start-up step (models may still be loading)
 NOTE = ("Preview: step 1 of the example prompt at the default knobs, computed when the server started. "
-        "Press Step to start your own run (the prompt and knobs above are yours).")
+        "“Walk me through this step” (above) shows how it was built, stage by stage; press Step to start your own "
+        "run (the prompt and knobs above are yours).")
 
 
 def default_config(method: str, knobs: list[Knob]) -> RunConfig:

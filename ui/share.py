@@ -101,7 +101,7 @@ def read_query(params: Mapping[str, str]) -> Shared:
     out = Shared()
     for param, raw in params.items():
         raw = str(raw)
-        if param.startswith("__"):
+        if param.startswith("__") or param == LINK_STEP:
             continue
         if param == "tab":
             if raw in TABS:
@@ -161,3 +161,6 @@ def apply_link(request: gr.Request) -> tuple:
     msg = link_message(s)
     shown = gr.HTML(value=msg, visible=True) if msg else gr.skip()  # hidden until a link has something to say
     return (tab, shown, *(update for view in VIEWS for update in fill(view, s)))
+
+
+LINK_STEP = "step"  # a link may carry the step to open: ui/link_step.py reads it and runs to it

@@ -5,8 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from core.knobs import TAU_EXIT
-from core.trace import StepTrace
-from viz.palette import FONT, STATUS_COLORS
+from core.trace import ExitTrace, StepTrace
+from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS
 from viz.tree_fig import short, show_token
 
 STOP_WHY = {
@@ -93,45 +93,84 @@ def _colorscale(tau_exit: float) -> list:
     return [[0, "#f7fbff"], [t - 0.005, "#6baed6"], [t, "#fdae6b"], [1, "#a63603"]]
 
 
-def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: int = 420) -> go.Figure:
-    """Rows are layers ℓ (1 = shallowest), columns are the step's drafted tokens; cells the layer never
-    evaluated stay blank. Stars mark each token's exit layer."""
+def cells(e, annealed: bool) -> tuple[list[tuple[int, float, str]], list[tuple[int, float, str]]]:
+    """One exit record's (layer, shown confidence, hover) at its checks, and at the layers read only for the
+    page (no check ran there: drawn faintly)."""
+    pick = (lambda a, r: a) if annealed else (lambda a, r: r)
+    checked = [(layer, pick(e.annealed_conf[i], e.raw_conf[i]),
+                f"layer ℓ={layer} (checked)<br>top: {show_token(e.top_texts[i])}<br>raw {e.raw_conf[i]:.3f} · "
+                f"annealed {e.annealed_conf[i]:.3f} (T_ℓ = {e.temperature[i]:.2f})") for i, layer in enumerate(e.layers)]
+    unchecked = [(layer, pick(e.unchecked_annealed[i], e.unchecked_raw[i]),
+                  f"layer ℓ={layer}: no check here (shown only, never used to draft)<br>top: "
+                  f"{show_token(e.unchecked_top_texts[i])}<br>raw {e.unchecked_raw[i]:.3f} · annealed "
+                  f"{e.unchecked_annealed[i]:.3f}") for i, layer in enumerate(e.unchecked_layers)]
+    return checked, unchecked
+
+
+def grids(columns: list, L: int, annealed: bool, label) -> tuple[list, list, list, list]:
+    """(z, hover) of the checked cells and of the faint ones, layers × columns; `label(col)` heads a hover."""
+    z, hover = [[None] * len(columns) for _ in range(L)], [[""] * len(columns) for _ in range(L)]
+    zf, hoverf = [[None] * len(columns) for _ in range(L)], [[""] * len(columns) for _ in range(L)]
+    for col, e in enumerate(columns):
+        checked, unchecked = cells(e, annealed)
+        for (grid, text), items in (((z, hover), checked), ((zf, hoverf), unchecked)):
+            for layer, value, h in items:
+                if 1 <= layer <= L:
+                    grid[layer - 1][col], text[layer - 1][col] = value, f"{label(col)}<br>{h}"
+    return z, hover, zf, hoverf
+
+
+def heat_traces(fig: go.Figure, x: list, L: int, grid: tuple, tau_exit: float, annealed: bool) -> None:
+    """The checked cells with the colour bar, and the faint cells where no check ran."""
+    z, hover, zf, hoverf = grid
+    scale = _colorscale(tau_exit)
+    fig.add_trace(go.Heatmap(z=z, x=x, y=list(range(1, L + 1)), zmin=0, zmax=1, colorscale=scale,
+                             hovertext=hover, hoverinfo="text", xgap=1, ygap=1, name="confidence",
+                             colorbar=dict(title="annealed" if annealed else "raw", tickvals=[0, tau_exit, 1],
+                                           ticktext=["0", f"τ_exit={tau_exit:g}", "1"])))
+    if any(v is not None for row in zf for v in row):
+        fig.add_trace(go.Heatmap(z=zf, x=x, y=list(range(1, L + 1)), zmin=0, zmax=1, colorscale=scale, opacity=0.3,
+                                 hovertext=hoverf, hoverinfo="text", xgap=1, ygap=1, showscale=False,
+                                 name="no check (shown only)"))
+
+
+def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: int = 420, upto: int | None = None,
+                       focus: int | None = None) -> go.Figure:
+    """Rows are layers ℓ (1 = shallowest), columns are the step's drafted tokens; checked cells in full colour,
+    the layers read only for the page faint, cells never computed blank. Stars mark each token's exit layer.
+    `upto`: only the first tokens drawn (a walk stage), on the whole step's axes; `focus` frames one token."""
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
                       margin=dict(l=50, r=20, t=40, b=40))
     if trace is None or not trace.exits:
         return _empty(fig, "Press Step to draft with SpecBound's early exits")
-    L = num_layers(trace)
-    tau_exit = tau_exit_of(trace)
-    cols = len(trace.exits)
-    z = [[None] * cols for _ in range(L)]
-    hover = [[""] * cols for _ in range(L)]
-    for col, e in enumerate(trace.exits):
-        for i, layer in enumerate(e.layers):
-            conf = e.annealed_conf[i] if annealed else e.raw_conf[i]
-            z[layer - 1][col] = conf
-            hover[layer - 1][col] = (f"token {col + 1}, layer ℓ={layer}<br>top: {show_token(e.top_texts[i])}<br>"
-                                     f"raw {e.raw_conf[i]:.3f} · annealed {e.annealed_conf[i]:.3f} "
-                                     f"(T_ℓ = {e.temperature[i]:.2f})")
+    L, tau_exit, cols = num_layers(trace), tau_exit_of(trace), len(trace.exits)
+    shown = trace.exits[:cols if upto is None else upto]
     labels = [_token_label(trace, c) for c in range(cols)]
-    fig.add_trace(go.Heatmap(z=z, x=labels, y=list(range(1, L + 1)), zmin=0, zmax=1, colorscale=_colorscale(tau_exit),
-                             hovertext=hover, hoverinfo="text", xgap=1, ygap=1, name="confidence",
-                             colorbar=dict(title="annealed" if annealed else "raw", tickvals=[0, tau_exit, 1],
-                                           ticktext=["0", f"τ_exit={tau_exit:g}", "1"])))
-    exit_x = [labels[c] for c, e in enumerate(trace.exits) if e.exit_layer is not None]
-    exit_y = [e.exit_layer for e in trace.exits if e.exit_layer is not None]
-    fig.add_trace(go.Scatter(x=exit_x, y=exit_y, mode="markers", name="exit layer",
+    columns = shown + [blank_exit()] * (cols - len(shown))
+    heat_traces(fig, labels, L, grids(columns, L, annealed, lambda c: f"token {c + 1}"), tau_exit, annealed)
+    exits = [(labels[c], e.exit_layer) for c, e in enumerate(shown) if e.exit_layer is not None]
+    fig.add_trace(go.Scatter(x=[x for x, _ in exits], y=[y for _, y in exits], mode="markers", name="exit layer",
                              marker=dict(symbol="star", size=14, color="white", line=dict(color="black", width=1))))
     _bounds(fig, trace, cols)
-    for col, layer in enumerate(first_crossings(trace, annealed)):
+    for col, layer in enumerate(first_crossings(trace, annealed)[: len(shown)]):
         if layer is not None:  # outline the first cell at or above τ_exit: where this view would exit
             fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=layer - 0.5, y1=layer + 0.5,
                           line=dict(color="black", width=2), name="first ≥ τ_exit")
+    if focus is not None and 0 <= focus < cols:
+        fig.add_shape(type="rect", x0=focus - 0.5, x1=focus + 0.5, y0=0.5, y1=L + 0.5, name="this stage",
+                      line=dict(color=STATUS_COLORS["focus"], width=3))
     fig.update_layout(title=dict(text=f"Layer × token confidence ({confidence_text(trace, annealed)}) · outlined: "
-                                      f"first layer ≥ τ_exit", x=0.01),
+                                      f"first layer ≥ τ_exit · faint: no check there", x=0.01),
                       legend=dict(orientation="h", y=-0.12))
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title="layer ℓ", range=[0.5, L + 0.5], dtick=1)
     return fig
+
+
+def blank_exit() -> ExitTrace:
+    """A column not drawn yet (a walk stage before that token)."""
+    return ExitTrace(0, [], [], [], [], [], [], None)
 
 
 def first_crossings(trace: StepTrace, annealed: bool) -> list[int | None]:
@@ -177,11 +216,31 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
         edges.append("#000" if hit else "rgba(0,0,0,0)")
         hovers.append(f"exit at layer {e.exit_layer} of {L}" if not hit else f"no exit within d_max = {d_max}")
     fig.add_trace(go.Bar(x=labels, y=depths, marker=dict(color=colors, line=dict(color=edges, width=2)),
-                         hovertext=hovers, hoverinfo="text", name="exit depth"))
+                         hovertext=hovers, hoverinfo="text", name="exit depth", showlegend=False))
+    bar_legend(fig, [c for c, e in zip(colors, edges) if e != "#000"], "#000" in edges)
     if d_max is not None:
         fig.add_hline(y=d_max, line=dict(color="#d73027", dash="dash"), annotation_text=f"d_max = {d_max}")
+    w_max = knob(trace, "w_max")
+    if w_max and w_max <= len(labels):
+        fig.add_vline(x=w_max - 0.5, line=dict(color="#d73027", dash="dash"), annotation_text=f"w_max = {w_max}",
+                      annotation_position="top left")
     saved = 1 - sum(depths) / max(1, L * len(depths))
+    bound = f" · w_max = {w_max}" if w_max else ""
     fig.update_layout(title=dict(text=f"Exit depth per drafted token · layers skipped while drafting: "
-                                      f"{saved:.0%} of full forwards", x=0.01, font=dict(size=12)))
+                                      f"{saved:.0%} of full forwards{bound}", x=0.01, font=dict(size=12)),
+                      legend=dict(orientation="h", y=-0.2, font=dict(size=11)))
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title="layers run", range=[0, L + 0.5])
     return fig
+
+
+def bar_legend(fig: go.Figure, colors: list[str], hit: bool) -> None:
+    """A legend entry per colour the drafted tokens' bars use, and one for the token that hit d_max (the bars
+    are one trace, so the legend is drawn beside them)."""
+    entries = [(STATUS_COLORS[s], STATUS_LABELS[s], "rgba(0,0,0,0)") for s in ("accepted", "rejected", "unreached")
+               if STATUS_COLORS[s] in colors]
+    if hit:
+        entries.append((STATUS_COLORS["unreached"], "reached d_max without exiting: not drafted", "#000"))
+    for color, name, edge in entries:
+        fig.add_trace(go.Bar(x=[None], y=[None], name=name, marker=dict(color=color, line=dict(color=edge, width=2)),
+                             hoverinfo="skip", showlegend=True))

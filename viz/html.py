@@ -204,5 +204,5 @@ def compat_html(r: CompatReadout) -> str:
                         f"draft vocabulary {num(h.get('draft_vocab'), 'd')} of {num(h.get('vocab'), 'd')}")
     if r.coverage is not None:
         parts.append(f"the draft vocabulary holds {num(r.coverage, '.0%')} of the committed text")
-    warn = f'<div class="ss-warn" role="alert">⚠ {esc(r.warning)}</div>' if r.warning else ""
+    warn = f'<div class="ss-alert" role="alert">⚠ {esc(r.warning)}</div>' if r.warning else ""
     return f'<div class="ss-note ss-compat">{"<br>".join(parts)}</div>{warn}'

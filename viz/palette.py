@@ -9,6 +9,8 @@ STATUS_COLORS = {
     "root": "#3f6fd8",  # the last committed token (mid blue: visible on light and dark)
     "bonus": "#f4a500",  # the target's own token that ends every step
     "more": "#b0b0b0",  # a folded group of children ("+27 more")
+    "drafted": "#7b61a8",  # drafted, not yet judged: the walk's stages before verification (viz/walk.py)
+    "focus": "#e6550d",  # the ring around what a walk stage is about
 }
 STATUS_LABELS = {
     "accepted": "accepted by the target",
@@ -17,6 +19,8 @@ STATUS_LABELS = {
     "pruned": "pruned (scored, not kept)",
     "bonus": "bonus token (target's choice)",
     "more": "folded children (hover to list)",
+    "drafted": "drafted (not yet verified)",
+    "focus": "this stage",
 }
 # Soft background hues that cycle step by step in the generated text.
 STEP_HUES = ["#deebf7", "#fee6ce", "#e5f5e0", "#efedf5", "#fde0dd", "#f7fcb9", "#e0f3f8", "#fff2cc"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from core.trace import StepTrace
-from viz.exits_fig import _colorscale, _empty, confidence_text, first_crossings, knob, num_layers, tau_exit_of
+from viz.exits_fig import _empty, confidence_text, first_crossings, grids, heat_traces, knob, num_layers, tau_exit_of
 from viz.palette import FONT
 from viz.tree_fig import short
 
@@ -22,6 +22,10 @@ def _label(t: StepTrace, col: int) -> str:
     e = t.exits[col]
     text = t.nodes[e.node].text if 0 <= e.node < len(t.nodes) else (e.top_texts[-1] if e.top_texts else "?")
     return f"s{t.index + 1}·{short(text, 7)}"
+
+
+def _head(t: StepTrace, col: int) -> str:
+    return f"step {t.index + 1}, token {col + 1} ({_verdict(t, col)})"
 
 
 def _verdict(t: StepTrace, col: int) -> str:
@@ -43,20 +47,8 @@ def run_heatmap(traces: list[StepTrace], current: int | None, annealed: bool = T
     first = traces[0]
     L = max(num_layers(t) for t in traces)
     tau_exit = tau_exit_of(first)
-    z = [[None] * len(cols) for _ in range(L)]
-    hover = [[""] * len(cols) for _ in range(L)]
-    for c, (t, col) in enumerate(cols):
-        e = t.exits[col]
-        for i, layer in enumerate(e.layers):
-            z[layer - 1][c] = e.annealed_conf[i] if annealed else e.raw_conf[i]
-            hover[layer - 1][c] = (f"step {t.index + 1}, token {col + 1} ({_verdict(t, col)})<br>layer ℓ={layer}, "
-                                   f"top: {short(e.top_texts[i], 16)}<br>raw {e.raw_conf[i]:.3f} · annealed "
-                                   f"{e.annealed_conf[i]:.3f} (T_ℓ = {e.temperature[i]:.2f})")
-    fig.add_trace(go.Heatmap(z=z, x=list(range(len(cols))), y=list(range(1, L + 1)), zmin=0, zmax=1,
-                             colorscale=_colorscale(tau_exit), hovertext=hover, hoverinfo="text", xgap=1, ygap=1,
-                             name="confidence", colorbar=dict(title="annealed" if annealed else "raw",
-                                                              tickvals=[0, tau_exit, 1],
-                                                              ticktext=["0", f"τ_exit={tau_exit:g}", "1"])))
+    heat_traces(fig, list(range(len(cols))), L, grids([t.exits[col] for t, col in cols], L, annealed,
+                                                       lambda c: _head(*cols[c])), tau_exit, annealed)
     exits = [(c, t.exits[col].exit_layer) for c, (t, col) in enumerate(cols) if t.exits[col].exit_layer]
     fig.add_trace(go.Scatter(x=[c for c, _ in exits], y=[y for _, y in exits], mode="markers", name="exit layer",
                              hoverinfo="skip", marker=dict(symbol="star", size=11, color="white",
@@ -89,6 +81,7 @@ def _steps(fig: go.Figure, traces: list[StepTrace], cols: list, current: int | N
                           line=dict(color="#e6550d", width=3), fillcolor="rgba(0,0,0,0)", name="current step")
             fig.add_annotation(x=start + (n - 1) / 2, y=L + 0.5, yanchor="bottom", text=f"step {t.index + 1}",
                                showarrow=False, font=dict(color="#e6550d", size=11))
+            _w_max(fig, t, start, n, L)
             for col, layer in enumerate(first_crossings(t, annealed)):
                 if layer is not None:
                     fig.add_shape(type="rect", x0=start + col - 0.5, x1=start + col + 0.5, y0=layer - 0.5,
@@ -96,3 +89,14 @@ def _steps(fig: go.Figure, traces: list[StepTrace], cols: list, current: int | N
         elif start:
             fig.add_vline(x=start - 0.5, line=dict(color="#999", width=1))
         start += n
+
+
+def _w_max(fig: go.Figure, t: StepTrace, start: int, n: int, L: int) -> None:
+    """The current step's w_max: how many of it the step drafted, and a dashed line where it bit."""
+    w_max = knob(t, "w_max")
+    if not w_max:
+        return
+    fig.add_annotation(x=start + (n - 1) / 2, y=L + 0.5, yanchor="bottom", yshift=14, showarrow=False,
+                       text=f"{len(t.nodes)} of w_max = {w_max} drafted", font=dict(color="#d73027", size=10))
+    if w_max <= n:
+        fig.add_vline(x=start + w_max - 0.5, line=dict(color="#d73027", dash="dash"), name="w_max")

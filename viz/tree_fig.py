@@ -3,6 +3,7 @@ on hover, and per-depth anchor m_d and gate μ·m_d written beside each level.""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -13,6 +14,21 @@ from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_k
 
 LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, only the accepted path
 LEVEL_PX = 62  # vertical room per depth: a two-line level label and a token label between rows
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """How much of a step a picture shows (the walk's stages, viz/walk.py): the tree grown down to `depth`
+    (-1: the root alone), the target's verdicts only once it has verified, the bonus token only once it is
+    chosen, and rings around the drafted nodes a stage is about. Drawn on the whole tree's layout, so nodes
+    keep their places from stage to stage."""
+    depth: int = 1 << 30
+    verdicts: bool = True
+    bonus: bool = True
+    focus: tuple[int, ...] = ()
+
+
+WHOLE = Reveal()
 
 
 def visible(text: str) -> str:
@@ -47,22 +63,26 @@ def _choice_at(trace: StepTrace) -> dict[int, tuple[str, float]]:
     return {c.at: (c.text, c.p) for c in trace.choices}
 
 
-def _hover(trace: StepTrace, i: int, choices: dict) -> str:
+def _hover(trace: StepTrace, i: int, choices: dict, verdicts: bool = True) -> str:
     n = trace.nodes[i]
     p = "—" if n.p is None else f"{n.p:.3f}"
-    lines = [f"<b>{show_token(n.text)}</b> (id {n.token_id}) · depth {n.depth}",
-             f"q = {n.q:.3f} · p(u) = {n.score:.4f} · target p = {p}",
-             STATUS_LABELS.get(n.status, n.status)]
+    head = f"<b>{show_token(n.text)}</b> (id {n.token_id}) · depth {n.depth}"
+    if not verdicts:  # before verification the target has not seen it
+        return f"{head}<br>q = {n.q:.3f} · p(u) = {n.score:.4f}<br>{STATUS_LABELS['drafted']}"
+    lines = [head, f"q = {n.q:.3f} · p(u) = {n.score:.4f} · target p = {p}", STATUS_LABELS.get(n.status, n.status)]
     if n.parent in choices:
         text, prob = choices[n.parent]
         lines.append(f"target chose {show_token(text)} here (p = {prob:.3f})")
     return "<br>".join(lines)
 
 
-def _level_tick(trace: StepTrace, depth: int) -> str:
-    """Axis label of a depth: its anchor m_d and gate μ·m_d when the policy gated, and what it kept."""
+def _level_tick(trace: StepTrace, depth: int, reveal: Reveal = WHOLE) -> str:
+    """Axis label of a depth: its anchor m_d and gate μ·m_d when the policy gated, and what it kept (blank
+    for a level a walk stage has not grown yet)."""
     if depth < 0:
         return "root"
+    if depth > reveal.depth:
+        return ""
     lv = next((lv for lv in trace.levels if lv.depth == depth), None)
     if lv is None:
         return f"d={depth}"
@@ -73,9 +93,11 @@ def _level_tick(trace: StepTrace, depth: int) -> str:
     return f"{head}<br>m_d={lv.anchor:.2g}{gate}"
 
 
-def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = "", height: int | None = None) -> go.Figure:
+def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = "", height: int | None = None,
+                reveal: Reveal = WHOLE) -> go.Figure:
     """Draw one step's tree. A chain draws as a single path; an empty trace draws a hint. Pass the same
-    `height` to trees shown side by side, so their levels line up."""
+    `height` to trees shown side by side, so their levels line up; `reveal` draws only what a walk stage has
+    done (on the whole tree's layout)."""
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12),
                       height=height or natural_height(trace), margin=dict(l=8, r=8, t=44, b=8),
@@ -93,22 +115,27 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
         keep.add(node_key(trace.choices[-1].at))
     g = collapse_wide(build_graph(trace, show_pruned), keep)
     pos = tidy_layout(g)
+    labels_all = leaves(g) <= LABEL_SLOTS
+    if reveal != WHOLE:
+        g = g.subgraph([k for k, v in g.nodes(data="view") if v.kind == "root" or v.depth <= reveal.depth])
     choices = _choice_at(trace)
-    _draw_edges(fig, g, pos, trace)
-    _draw_nodes(fig, g, pos, trace, choices, labels_all=leaves(g) <= LABEL_SLOTS)
-    _draw_bonus(fig, pos, trace)
+    _draw_edges(fig, g, pos, trace, reveal.verdicts)
+    _draw_nodes(fig, g, pos, trace, choices, labels_all, reveal)
+    _draw_focus(fig, pos, trace, reveal.focus)
+    if reveal.bonus:
+        _draw_bonus(fig, pos, trace)
     levels = sorted({level for _, level in pos.values()})
     fig.update_yaxes(visible=True, showgrid=False, zeroline=False, tickvals=levels, automargin=True,
-                     ticktext=[_level_tick(trace, level - 1) for level in levels], tickfont=dict(size=9),
-                     range=[max(levels) + 1.15, -0.45])  # reversed: room for the bonus star and its label
+                     ticktext=[_level_tick(trace, level - 1, reveal) for level in levels], tickfont=dict(size=9),
+                     range=[max(levels) + 1.15, -0.45], autorange=False)  # reversed, with room for the bonus
     xs = [x for x, _ in pos.values()]
     pad = max(0.9, 0.06 * (max(xs) - min(xs)))  # labels centred on the edge nodes stay inside
     fig.update_xaxes(range=[min(xs) - pad, max(xs) + pad])
     return fig
 
 
-def _draw_edges(fig: go.Figure, g, pos: dict, trace: StepTrace) -> None:
-    accepted = {node_key(i) for i in trace.accepted_path} | {ROOT_KEY}
+def _draw_edges(fig: go.Figure, g, pos: dict, trace: StepTrace, verdicts: bool = True) -> None:
+    accepted = {node_key(i) for i in trace.accepted_path if verdicts} | {ROOT_KEY}
     groups = {"path": ([], []), "other": ([], []), "pruned": ([], [])}
     for a, b in g.edges:
         kind = g.nodes[b]["view"].kind
@@ -124,65 +151,71 @@ def _draw_edges(fig: go.Figure, g, pos: dict, trace: StepTrace) -> None:
                                      showlegend=False))
 
 
-def _group_hover(trace: StepTrace, v) -> str:
+def _group_hover(trace: StepTrace, v, verdicts: bool = True) -> str:
     """A collapsed group's hover: how many it stands for and the best dozen of them."""
     names = []
     for key in v.hidden[:12]:
         item = trace.pruned[int(key[1:])] if key.startswith("x") else trace.nodes[int(key[1:])]
-        kind = f"pruned by {item.reason}" if key.startswith("x") else item.status
+        kind = f"pruned by {item.reason}" if key.startswith("x") else item.status if verdicts else "drafted"
         names.append(f"{show_token(item.text)} · p(u) = {item.score:.4f} · {kind}")
     more = f"<br>… and {len(v.hidden) - 12} more" if len(v.hidden) > 12 else ""
     return (f"<b>+{v.count} more</b> nodes here: {len(v.hidden)} children and their subtrees, folded so the "
             f"level stays readable:<br>" + "<br>".join(names) + more)
 
 
-def _node_status(trace: StepTrace, v) -> str:
+def _node_status(trace: StepTrace, v, verdicts: bool = True) -> str:
     if v.kind in ("root", "pruned", "more"):
         return v.kind
-    return trace.nodes[v.index].status
+    return trace.nodes[v.index].status if verdicts else "drafted"
 
 
-def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, labels_all: bool = True) -> None:
+def _draw_focus(fig: go.Figure, pos: dict, trace: StepTrace, focus: tuple[int, ...]) -> None:
+    """Rings around the drafted nodes a walk stage is about."""
+    keys = [node_key(i) for i in focus if 0 <= i < len(trace.nodes) and node_key(i) in pos]
+    if keys:
+        fig.add_trace(go.Scatter(x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers",
+                                 hoverinfo="skip", name=STATUS_LABELS["focus"], meta="focus",
+                                 marker=dict(size=30, symbol="circle-open", color=STATUS_COLORS["focus"],
+                                             line=dict(width=2.5))))
+
+
+def _point(trace: StepTrace, v, choices: dict, labels_all: bool, reveal: Reveal) -> tuple[float, str, str]:
+    """One node's marker size, hover and label; before verification (a walk stage) nothing the target said, and
+    the nodes a stage is about always labelled."""
+    verdicts = reveal.verdicts
+    if v.kind == "root":
+        root_choice = choices.get(ROOT) if verdicts else None
+        return 18, "<b>root</b>: the last committed token" + (
+            f"<br>target chose {show_token(root_choice[0])} (p = {root_choice[1]:.3f})" if root_choice else ""), ""
+    if v.kind == "more":
+        return 20, _group_hover(trace, v, verdicts), f"+{v.count}"
+    if v.kind == "pruned":
+        c = trace.pruned[v.index]
+        return marker_size(c.score), (f"<b>{show_token(c.text)}</b> · depth {c.depth}<br>q = {c.q:.3f} · "
+                                      f"p(u) = {c.score:.4f}<br>pruned by {c.reason}"), ""
+    n = trace.nodes[v.index]
+    label = labels_all or (verdicts and n.status == "accepted") or v.index in reveal.focus
+    return marker_size(n.score), _hover(trace, v.index, choices, verdicts), short(n.text, 8) if label else ""
+
+
+def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, labels_all: bool = True,
+                reveal: Reveal = WHOLE) -> None:
     buckets: dict[str, list[str]] = {}
     for key, data in g.nodes(data=True):
-        buckets.setdefault(_node_status(trace, data["view"]), []).append(key)
-    for status in ("root", "accepted", "rejected", "unreached", "pruned", "more"):
+        buckets.setdefault(_node_status(trace, data["view"], reveal.verdicts), []).append(key)
+    for status in ("root", "accepted", "rejected", "unreached", "drafted", "pruned", "more"):
         keys = buckets.get(status, [])
         if not keys:
             continue
-        xs, ys, sizes, hovers, texts = [], [], [], [], []
-        for key in keys:
-            v = g.nodes[key]["view"]
-            xs.append(pos[key][0])
-            ys.append(pos[key][1])
-            if v.kind == "root":
-                sizes.append(18)
-                root_choice = choices.get(ROOT)
-                hovers.append("<b>root</b>: the last committed token" + (
-                    f"<br>target chose {show_token(root_choice[0])} (p = {root_choice[1]:.3f})" if root_choice else ""))
-                texts.append("")
-            elif v.kind == "more":
-                sizes.append(20)
-                hovers.append(_group_hover(trace, v))
-                texts.append(f"+{v.count}")
-            elif v.kind == "pruned":
-                c = trace.pruned[v.index]
-                sizes.append(marker_size(c.score))
-                hovers.append(f"<b>{show_token(c.text)}</b> · depth {c.depth}<br>q = {c.q:.3f} · "
-                              f"p(u) = {c.score:.4f}<br>pruned by {c.reason}")
-                texts.append("")
-            else:
-                n = trace.nodes[v.index]
-                sizes.append(marker_size(n.score))
-                hovers.append(_hover(trace, v.index, choices))
-                texts.append(short(n.text, 8) if labels_all or n.status == "accepted" else "")
+        points = [_point(trace, g.nodes[key]["view"], choices, labels_all, reveal) for key in keys]
         faint = status == "pruned"
         group = status == "more"
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text", text=texts, textposition="middle center" if group else "top center",
-            textfont=dict(size=9 if group else 10), hovertext=hovers, hoverinfo="text",
+            x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers+text",
+            text=[t for _, _, t in points], textposition="middle center" if group else "top center",
+            textfont=dict(size=9 if group else 10), hovertext=[h for _, h, _ in points], hoverinfo="text",
             name=STATUS_LABELS.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
-            marker=dict(size=sizes, color=STATUS_COLORS[status], line=dict(width=1, color="white"),
+            marker=dict(size=[z for z, _, _ in points], color=STATUS_COLORS[status], line=dict(width=1, color="white"),
                         symbol="circle-open" if faint else "square" if group else "circle"),
             meta=status,
         ))

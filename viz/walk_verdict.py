@@ -1,0 +1,134 @@
+"""The walk's verdict stages of a tree step: the tree as grown (the budget spent), the one verification pass,
+the target's walk down the accepted path with p against q where it stopped, the bonus token, and the static
+tree drafted from the same prefix for comparison."""
+from __future__ import annotations
+
+from core.trace import ROOT, StepTrace
+from viz.exits_fig import why_stopped
+from viz.tree_fig import Reveal
+from viz.walk_parts import Part, Quote, Stage, Tok, TreePicture, deepest, hidden, policy
+
+MAX_WALKED = 6  # accepted nodes named one by one; longer paths are summed up
+
+
+def cap_of(t: StepTrace) -> list[Part]:
+    """' of N = 60' (or γ): the cap the drafted nodes count against."""
+    if t.tree is None:
+        return []
+    if policy(t) == "chain":
+        return [" of γ = ", Quote(t.tree.knob("gamma"), "tree.knobs.gamma", "d")]
+    return [" of N = ", Quote(t.tree.knob("N"), "tree.knobs.N", "d")]
+
+
+def grown_stage(t: StepTrace) -> Stage:
+    """The tree as the drafter left it: how much of the budget it spent, and why growth stopped."""
+    why = why_stopped(t)
+    why = why if why.endswith(".") else why[:1].upper() + why[1:] + "."
+    parts: list[Part] = [f"{why} The tree holds |T| = ", Quote(len(t.nodes), "nodes#", "d"),
+                         " drafted nodes", *cap_of(t), ", for δ = ", Quote(t.delta, "delta", "g"),
+                         " draft forwards, one per level."]
+    if t.score_sum is not None:
+        parts += [" Σp(u) = ", Quote(t.score_sum, "score_sum", ".3g"), " is the drafter's own estimate of how many "
+                  "of them the target will accept."]
+    return Stage("Budget spent", tuple(parts), hidden(deepest(t)))
+
+
+def verify_stage(t: StepTrace) -> Stage:
+    """One target forward over the whole tree."""
+    parts: list[Part] = [
+        "One verification pass: the target reads the root and all ", Quote(len(t.nodes), "nodes#", "d"),
+        " drafted nodes in ", Quote(t.target_forwards, "target_forwards", "d"), " forward, each node attending only "
+        "to its own ancestors (a tree attention mask; a node's position is the prefix length + its depth). It took ",
+        Quote(t.verify_ms, "verify_ms", ".1f"), " ms here, acceptance walk included, and gives the target's own "
+        "distribution p at every node: nothing is judged before it."]
+    return Stage("Verification", tuple(parts), hidden(deepest(t)))
+
+
+def choice_at(t: StepTrace, at: int) -> int | None:
+    """The index of the target's choice recorded at `at` (ROOT or a node)."""
+    return next((k for k, c in enumerate(t.choices) if c.at == at), None)
+
+
+def name_of(t: StepTrace, at: int) -> list[Part]:
+    return ["the root"] if at == ROOT else [Tok(t.nodes[at].text)]
+
+
+def walked(t: StepTrace) -> list[Part]:
+    """'at the root it chooses 'a' (p = 0.7), drafted: accepted; at 'a' …' for the first few accepted nodes."""
+    parts: list[Part] = []
+    for i in t.accepted_path[:MAX_WALKED]:
+        k = choice_at(t, t.nodes[i].parent)
+        if k is None:
+            continue
+        parts += ["at ", *name_of(t, t.nodes[i].parent), " it chooses ", Tok(t.choices[k].text), " (p = ",
+                  Quote(t.choices[k].p, f"choices.{k}.p"), "), a drafted child (q = ",
+                  Quote(t.nodes[i].q, f"nodes.{i}.q"),
+                  "): accepted; "]
+    if len(t.accepted_path) > MAX_WALKED:
+        parts.append(f"… {len(t.accepted_path) - MAX_WALKED} more accepted the same way; ")
+    return parts
+
+
+def stopped(t: StepTrace) -> list[Part]:
+    """Where the walk ends: p against q at the first rejection, or a leaf."""
+    last = t.accepted_path[-1] if t.accepted_path else ROOT
+    children = [i for i, n in enumerate(t.nodes) if n.parent == last]
+    if not t.choices:
+        return ["the target recorded no choice."]
+    if not children:
+        return [*name_of(t, last), " has no drafted child: every drafted token on this path was accepted."]
+    best = max(children, key=lambda i: t.nodes[i].q)
+    n = t.nodes[best]
+    parts: list[Part] = ["at ", *name_of(t, last), " it chooses ", Tok(t.choices[-1].text), " (p = ",
+                         Quote(t.choices[-1].p, f"choices.{len(t.choices) - 1}.p"), "), which none of its ",
+                         str(len(children)), " drafted children is: the draft's favourite there, ", Tok(n.text),
+                         ", had q = ", Quote(n.q, f"nodes.{best}.q")]
+    if n.p is not None:
+        parts += [" but the target gives it p = ", Quote(n.p, f"nodes.{best}.p")]
+    return parts + [": rejected, and everything below it goes unreached."]
+
+
+def walk_stage(t: StepTrace) -> Stage:
+    parts: list[Part] = ["The target walks down from the root, taking its own choice at each node and going on "
+                         "while that choice is a drafted child: ", *walked(t), *stopped(t), " Accepted: ",
+                         Quote(len(t.accepted_path), "accepted_path#", "d"), "."]
+    if t.tree is not None and t.tree.residual:
+        parts.append(" (A sampled chain: the drafted token was rejected with probability 1 − p/q and the target's "
+                     "token drawn from the residual max(0, p − q).)")
+    focus = tuple(t.accepted_path) + tuple(i for i, n in enumerate(t.nodes) if n.status == "rejected")
+    return Stage("The walk down", tuple(parts), TreePicture(Reveal(verdicts=True, bonus=False, focus=focus)))
+
+
+def bonus_stage(t: StepTrace, shadow: StepTrace | None) -> Stage:
+    """The target's own token after the accepted path: why τ ≥ 1 always."""
+    if not t.choices:
+        return Stage("The bonus token", ("This step recorded no bonus token.",), TreePicture(Reveal()))
+    k = len(t.choices) - 1
+    parts: list[Part] = ["The bonus token: at ", *name_of(t, t.choices[k].at), " the target's own choice ",
+                         Tok(t.choices[k].text), " (p = ", Quote(t.choices[k].p, f"choices.{k}.p"),
+                         ") is committed after the ", Quote(len(t.accepted_path), "accepted_path#", "d"),
+                         " accepted drafts, so this step commits τ = ", Quote(t.tau, "tau", "d"),
+                         " token(s) for δ = ",
+                         Quote(t.delta, "delta", "g"), " draft forwards and one target forward."]
+    if t.stop_reason:
+        parts.append(f" The run ends here ({t.stop_reason}).")
+    if shadow is None and t.method == "talon":
+        parts.append(" (The static tree from this prefix was not drafted for this step, so there is no comparison.)")
+    return Stage("The bonus token", tuple(parts), TreePicture(Reveal(focus=tuple(t.accepted_path))))
+
+
+def static_stage(t: StepTrace, s: StepTrace) -> Stage:
+    """The static EAGLE-style tree from the same prefix: its δ is fixed, its τ is whatever it got."""
+    more = "more" if t.tau > s.tau else "fewer" if t.tau < s.tau else "as many"
+    cost = "fewer" if t.delta < s.delta else "more" if t.delta > s.delta else "as many"
+    d = s.tree.knob("depth") if s.tree is not None else None
+    parts: list[Part] = [
+        "The static EAGLE-style tree from the same prefix, with the same drafter and N = ",
+        Quote(s.tree.knob("N") if s.tree else None, "shadow.tree.knobs.N", "d"), ", grows D = ",
+        Quote(d, "shadow.tree.knobs.depth", "d"),
+        " levels whatever the context: δ = ", Quote(s.delta, "shadow.delta", "g"), " draft forwards for |T| = ",
+        Quote(len(s.nodes), "shadow.nodes#", "d"), " nodes, of which the target accepted ",
+        Quote(len(s.accepted_path), "shadow.accepted_path#", "d"), ": τ = ", Quote(s.tau, "shadow.tau", "d"),
+        f". This step's tree committed {more} tokens (τ = ", Quote(t.tau, "tau", "d"), f") with {cost} draft forwards "
+        "(δ = ", Quote(t.delta, "delta", "g"), ")."]
+    return Stage("The static tree", tuple(parts), TreePicture(Reveal(), shadow=True))
