@@ -28,7 +28,7 @@ from ui.link_step import share_link, wire_open
 from ui.long_tabs import compare_tab, tune_tab
 from ui.share import FIELDS, apply_link
 from ui.tab_handlers import choose_pair, load_models
-from ui.view_specs import VIEWS, ViewSpec
+from ui.view_specs import CAPTIONS, VIEWS, ViewSpec
 from ui.walk import walk_block, wire_walk
 from ui.wiring import named
 
@@ -36,7 +36,9 @@ CSS = (Path(__file__).parent / "assets" / "app.css").read_text(encoding="utf-8")
 HEAD = "<script>" + (Path(__file__).parent / "assets" / "app.js").read_text(encoding="utf-8") + "</script>"
 SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
 MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
-THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS)  # plain names: nothing fetched from outside
+THEME = gr.themes.Soft(font=SYSTEM_FONTS, font_mono=MONO_FONTS).set(  # plain names: nothing fetched from outside
+    checkbox_border_color="*neutral_500", checkbox_border_color_dark="*neutral_400",  # an unticked box is visible
+    checkbox_border_width="2px")
 ENGINE = "engine"  # interactive engine calls: Step, Play, the panels after a step (ui/limits.engine_concurrency)
 IMPORTS = dict(concurrency_id="import", concurrency_limit=1)  # trace imports: parsing is bounded, and serial
 
@@ -55,19 +57,27 @@ def knob_input(k: Knob):
                      elem_classes="ss-knob", min_width=200)
 
 
+def caption(text: str) -> None:
+    if text:
+        gr.Markdown(text, elem_classes="ss-caption")
+
+
 def outcomes_block(state, prefix: str) -> dict:
-    """Text, τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view."""
-    gr.Markdown("### Outcomes")
-    text = gr.HTML(elem_classes="ss-outcome-text", elem_id=f"{prefix}-text")
+    """τ/δ timeline, (δ, τ) scatter and stats: shown under every stepping view (the text sits above the
+    knobs: it is what a visitor reads first)."""
     with gr.Row():
-        timeline = gr.Plot(show_label=False, elem_id=f"{prefix}-timeline", min_width=300)
-        scatter = gr.Plot(show_label=False, elem_id=f"{prefix}-scatter", min_width=300)
+        with gr.Column(min_width=300):
+            timeline = gr.Plot(show_label=False, elem_id=f"{prefix}-timeline")
+            caption(CAPTIONS["timeline"])
+        with gr.Column(min_width=300):
+            scatter = gr.Plot(show_label=False, elem_id=f"{prefix}-scatter")
+            caption(CAPTIONS["scatter"])
     stats = gr.HTML(elem_id=f"{prefix}-stats")
     again = gr.Button("Re-measure the AR baseline", size="sm", elem_id=f"{prefix}-remeasure")
     again.click(remeasure, [state], [stats], api_name=f"{prefix}_remeasure", concurrency_id=ENGINE)
     with gr.Accordion("Learn: is it faster, and is it exact?", open=False):
         gr.Markdown(learn.SPEEDUP + "\n\n" + learn.LOSSLESS)
-    return dict(text=text, timeline=timeline, scatter=scatter, stats=stats)
+    return dict(timeline=timeline, scatter=scatter, stats=stats)
 
 
 def example_label(prompt: str) -> str:
@@ -162,12 +172,17 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
     for row in sorted(rows):
         if len(rows[row]) == 1:
             c[rows[row][0].name] = rows[row][0].make()
+            caption(rows[row][0].caption)
             continue
         with gr.Row(equal_height=False):
             for panel in rows[row]:
-                c[panel.name] = panel.make()
+                with gr.Column(min_width=300):
+                    c[panel.name] = panel.make()
+                    caption(panel.caption)
     c["replay"] = gr.Slider(1, 2, value=1, step=1, label="replay step", interactive=False,
                             elem_id=f"{spec.name}-replay")
+    gr.Markdown("### Outcomes")
+    c["text"] = gr.HTML(elem_classes="ss-outcome-text", elem_id=f"{spec.name}-text")
     with gr.Accordion("Knobs", open=True, elem_id=f"{spec.name}-knobs"):
         with gr.Row():
             for control in spec.controls:
@@ -181,7 +196,8 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
                 c[k.name] = knob_input(k)
         c["share"], c["link"] = share_row(spec.name)
     c.update(outcomes_block(c["run"], spec.name))
-    c["trace"] = gr.JSON(label="this step's trace", open=False)
+    with gr.Accordion("This step's trace (JSON)", open=False, elem_id=f"{spec.name}-trace-box"):
+        c["trace"] = gr.JSON(label="this step's trace", open=False)  # folded: its viewer's buttons out of Tab
     c["path"] = export_block(c["run"], f"export_{spec.name}", spec.name)
     with gr.Accordion(spec.learn[0], open=False):
         gr.Markdown("\n\n".join(spec.learn[1:]))
@@ -216,6 +232,8 @@ def build_demo() -> gr.Blocks:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline by default: no pings from the server
     with gr.Blocks(title="SpecScope", delete_cache=(600, 3600)) as demo:  # Gradio's copies of exports: 1 h
         gr.Markdown("# SpecScope\n" + learn.INTRO)
+        with gr.Accordion("New here? How to read this page", open=False, elem_id="learn-top"):
+            gr.Markdown("\n\n".join((learn.STEP, learn.TREE, learn.GATE, learn.SPEEDUP, learn.WALK)))
         link_msg = gr.HTML(elem_id="share-msg", min_height=0, visible=False)
         models = model_block()
         views = {}

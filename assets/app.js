@@ -74,6 +74,12 @@
   }).observe(document.documentElement,
     { childList: true, subtree: true, attributes: true, attributeFilter: ["class"] });
 
+  // Plotly's toolbars (zoom, pan, download) stay for the mouse but leave the Tab order: a keyboard visitor
+  // would otherwise step through ten buttons per figure to reach the next knob.
+  new MutationObserver(() => {
+    document.querySelectorAll(".modebar-btn:not([tabindex='-1'])").forEach((b) => b.setAttribute("tabindex", "-1"));
+  }).observe(document.body, { childList: true, subtree: true });
+
   function visible(sel) {
     return [...document.querySelectorAll(sel)].find((el) => el.offsetParent !== null);
   }

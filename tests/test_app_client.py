@@ -132,7 +132,7 @@ def test_an_import_with_markup_returns_none_through_the_api(app_url, tmp_path):
 def test_compare_tune_and_cost_endpoints_keep_their_positional_order(app_url):
     """/compare and /sweep are wired by name on the page, and still take their inputs in the old order."""
     client = Client(app_url, verbose=False)
-    table, _, status = client.predict(example_prompts()[1], 8, 0.0, "embedded", "embedded", "eagle3", "embedded",
+    table, *_, status = client.predict(example_prompts()[1], 8, 0.0, "embedded", "embedded", "eagle3", "embedded",
                                       "auto", api_name="/compare")
     assert "done in" in status and [r[0] for r in table["data"]] == ["ar", "chain", "static", "talon", "specbound"]
     *_, summary, status = client.predict("TALON: μ × N", "0.1", "8", 1, 8, "embedded", "embedded", "eagle3", "auto",

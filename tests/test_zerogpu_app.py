@@ -39,7 +39,7 @@ def test_two_steps_continue_the_same_text_and_specbound_steps(app_url):
 
 def test_compare_and_tune_run_to_the_end(app_url):
     client = Client(app_url, verbose=False)
-    table, _, status = client.predict(example_prompts()[1], 8, 0.0, "embedded", "embedded", "eagle3", "paper",
+    table, *_, status = client.predict(example_prompts()[1], 8, 0.0, "embedded", "embedded", "eagle3", "paper",
                                       api_name="/compare")
     assert "done in" in status and [r[0] for r in table["data"]][:2] == ["ar", "chain"]
     assert all(r[5] in ("reference", "✓") for r in table["data"])  # greedy: every method equals AR

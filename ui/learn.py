@@ -83,3 +83,8 @@ KEYS = ("**Keyboard.** s Step, p Play/Pause, ← / → replay the previous / nex
         "**Share and replay.** *Copy link* (under the knobs) gives a URL with this view's prompt and knobs, and the "
         "step shown from step 2 on; opening it runs those settings to that step. *Import* (beside Export) replays "
         "an exported trace JSON, labelled as imported.")
+
+WALK = ("**Walk me through this step.** The button above the pictures replays the step shown stage by stage — the "
+        "drafter growing the tree level by level, the gate cutting, the budget running out, the one verification "
+        "pass, the walk down the accepted path and the bonus token — each stage a sentence with this step's own "
+        "numbers. Every section has a longer *Learn* panel at its foot.")

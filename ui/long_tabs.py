@@ -44,8 +44,9 @@ def compare_tab(models: dict) -> dict:
     c["status"] = gr.HTML(elem_id="compare-status", min_height=0)
     c["table"] = gr.Dataframe(headers=COMPARE_HEADERS, label="results", wrap=True, elem_id="compare-table",
                               column_widths=["9%", "7%", "8%", "9%", "16%", "9%", "42%"])
+    c["cards"] = gr.HTML(elem_id="compare-cards", min_height=0)  # the table as cards, shown on a phone
     c["plot"] = gr.Plot(show_label=False, elem_id="compare-plot")
-    running = go.click(**named(run_compare, COMPARE_INPUTS, ("table", "plot", "status"), c), api_name="compare",
+    running = go.click(**named(run_compare, COMPARE_INPUTS, ("table", "plot", "cards", "status"), c), api_name="compare",
                        show_progress="minimal", **LONG)
     stop.click(cancel_compare, None, [c["status"]], cancels=[running], api_name="compare_cancel")
     return c

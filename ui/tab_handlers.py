@@ -19,6 +19,7 @@ from ui.sweeps import SWEEPS, fixed_text, symbol
 from ui.tune import MIN_RANK_TOKENS, grid, parts, server_settings, sweep
 from viz.cost_fig import cost_curve_figure
 from viz.escape import esc
+from viz.html import compare_cards
 from viz.tune_figs import compare_bars, mat_heatmap, ranking_html, speedup_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
@@ -81,7 +82,8 @@ def long_run(job: Job, key: str | None, parts, show, footer=None):
 def compare_outputs(rows: list) -> dict:
     bars = [{"method": r.method, "mat": r.mat, "speedup": r.speedup, "lo": r.lo, "hi": r.hi} for r in rows
             if r.mat is not None]
-    return {"table": [r.as_row() for r in rows], "plot": compare_bars(bars)}
+    return {"table": [r.as_row() for r in rows], "plot": compare_bars(bars),
+            "cards": compare_cards(COMPARE_HEADERS, [r.as_row() for r in rows])}
 
 
 @friendly

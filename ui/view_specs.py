@@ -18,16 +18,35 @@ from core.drafter_loading import REGISTRY, offered_drafters
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
 
-OUTCOMES = ("text", "timeline", "scatter", "stats")  # under every stepping view (ui/views.py outcome_panels)
+OUTCOMES = ("text", "timeline", "scatter", "stats")
+CAPTIONS = {  # one plain line under each figure: what it shows, and how to read it
+    "tree": "This step's draft tree, the root on top and depth d = 0, 1, … below it; a node's size is its path score "
+            "p(u). Blue ● accepted by the target, vermillion ✕ rejected, grey ○ never reached, ★ the target's own "
+            "bonus token.",
+    "static": "The static EAGLE-style tree drafted and verified from the same prefix with the same budget N: it "
+              "always grows D levels of K, whatever the context.",
+    "levels": "Per depth d: how many candidates were scored, TALON's anchor m_d and gate μ·m_d, what each rule cut "
+              "and the budget left (hover a column for its meaning).",
+    "acceptance": "Of the steps whose tree reached depth d, the share whose accepted path got through it, beside "
+                  "the drafter's own estimate Σp(u): where they part, the drafter is over- or under-confident.",
+    "heatmap": "Each drafted token's confidence at each layer (faint where no check ran); outlined: the first "
+               "layer at or above τ_exit, where it exited.",
+    "bars": "How many layers each drafted token ran before exiting (d_max bounds it; w_max bounds how many tokens).",
+    "timeline": "τ (tokens committed) and δ (draft forwards) at every step of the run.",
+    "scatter": "Each step's (δ, τ) against the Oracle line τ = δ: above the line every draft forward paid for "
+               "itself — above is good.",
+}  # under every stepping view (ui/views.py outcome_panels)
 SAMPLING = ("temperature", "seed", "max_new_tokens")
 
 
 @dataclass(frozen=True)
 class Panel:
-    """One output component of a view; panels with the same `row` sit side by side."""
+    """One output component of a view; panels with the same `row` sit side by side. `caption`: one line under
+    it saying, in plain words, what it shows."""
     name: str
     make: Callable[[], gr.Component]  # builds the component (its elem_id fixed by the spec)
     row: int = 0
+    caption: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,9 +143,11 @@ def wire_preset(c: dict) -> None:
 
 TALON = ViewSpec(
     name="talon", title="TALON",
-    panels=(Panel("tree", lambda: plot("talon-tree"), 0), Panel("static", lambda: plot("static-tree"), 0),
-            Panel("budget", lambda: html("talon-budget"), 1), Panel("compat", lambda: html("talon-compat"), 1), Panel("levels", lambda: scroll("talon-levels"), 2),
-            Panel("acceptance", lambda: plot("talon-acceptance"), 3)),
+    panels=(Panel("tree", lambda: plot("talon-tree"), 0, CAPTIONS["tree"]),
+            Panel("static", lambda: plot("static-tree"), 0, CAPTIONS["static"]),
+            Panel("budget", lambda: html("talon-budget"), 1), Panel("compat", lambda: html("talon-compat"), 1),
+            Panel("levels", lambda: scroll("talon-levels"), 2, CAPTIONS["levels"]),
+            Panel("acceptance", lambda: plot("talon-acceptance"), 3, CAPTIONS["acceptance"])),
     render=tree_panels, knobs=tuple(TALON_KNOBS),
     controls=(
         Control("preset", lambda: gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="preset", min_width=260)),
@@ -146,8 +167,9 @@ TALON = ViewSpec(
 
 SPECBOUND = ViewSpec(
     name="specbound", title="SpecBound",
-    panels=(Panel("heatmap", lambda: gr.Plot(show_label=False, elem_id="specbound-heatmap"), 0),
-            Panel("bars", lambda: plot("specbound-bars"), 1), Panel("why", lambda: html("specbound-why"), 1)),
+    panels=(Panel("heatmap", lambda: gr.Plot(show_label=False, elem_id="specbound-heatmap"), 0, CAPTIONS["heatmap"]),
+            Panel("bars", lambda: plot("specbound-bars"), 1, CAPTIONS["bars"]),
+            Panel("why", lambda: html("specbound-why"), 1)),
     render=exit_panels, knobs=tuple(SPECBOUND_KNOBS),
     controls=(
         Control("preset", lambda: gr.Dropdown(list(SPECBOUND_PRESETS), value=list(SPECBOUND_PRESETS)[0],

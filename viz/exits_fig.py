@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 
 from core.knobs import TAU_EXIT
 from core.trace import ExitTrace, StepTrace
+from viz.text import wrap_title
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS
 from viz.tree_fig import short, show_token
 
@@ -160,8 +161,8 @@ def confidence_heatmap(trace: StepTrace | None, annealed: bool = True, height: i
     if focus is not None and 0 <= focus < cols:
         fig.add_shape(type="rect", x0=focus - 0.5, x1=focus + 0.5, y0=0.5, y1=L + 0.5, name="this stage",
                       line=dict(color=STATUS_COLORS["focus"], width=3))
-    fig.update_layout(title=dict(text=f"Layer × token confidence ({confidence_text(trace, annealed)}) · outlined: "
-                                      f"first layer ≥ τ_exit · faint: no check there", x=0.01),
+    fig.update_layout(title=dict(text=wrap_title(f"Layer × token confidence ({confidence_text(trace, annealed)}) · "
+                                                 f"outlined: first layer ≥ τ_exit · faint: no check there"), x=0.01),
                       legend=dict(orientation="h", y=-0.12))
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title="layer ℓ", range=[0.5, L + 0.5], dtick=1)
@@ -226,8 +227,8 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
                       annotation_position="top left")
     saved = 1 - sum(depths) / max(1, L * len(depths))
     bound = f" · w_max = {w_max}" if w_max else ""
-    fig.update_layout(title=dict(text=f"Exit depth per drafted token · layers skipped while drafting: "
-                                      f"{saved:.0%} of full forwards{bound}", x=0.01, font=dict(size=12)),
+    fig.update_layout(title=dict(text=wrap_title(f"Exit depth per drafted token · layers skipped while drafting: "
+                                                 f"{saved:.0%} of full forwards{bound}"), x=0.01, font=dict(size=12)),
                       legend=dict(orientation="h", y=-0.2, font=dict(size=11)))
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title="layers run", range=[0, L + 0.5])

@@ -31,11 +31,11 @@ def text_html(prompt: str | list[tuple[str, bool]], traces: list[StepTrace], upt
         for text, origin in pairs:
             style = f"background:{step_hue(t.index if isinstance(t.index, int) else 0)}"
             if origin == "bonus":
-                style += f";border-bottom:3px solid {STATUS_COLORS['bonus']}"
+                style += f";border-bottom:3px solid {STATUS_COLORS['bonus_text']}"
             title = f"step {num(t.index + 1, 'd')} · {'accepted draft' if origin == 'draft' else 'bonus token from the target'}"
             parts.append(f'<span class="ss-tok ss-{origin}" style="{style}" title="{title}">{esc(text)}</span>')
     legend = (f'<div class="ss-legend">background = step · <span style="border-bottom:3px solid '
-              f'{STATUS_COLORS["bonus"]}">underlined</span> = bonus token from the target · plain = accepted '
+              f'{STATUS_COLORS["bonus_text"]}">underlined</span> = bonus token from the target · plain = accepted '
               f'draft token</div>')
     return f'<div class="ss-text">{"".join(parts)}</div>{legend}'
 
@@ -138,8 +138,24 @@ def budget_html(trace: StepTrace | None) -> str:
     name = "N (chosen by auto)" if label == "auto" else label
     return (f'<div class="ss-budget"><div class="ss-meter"><div style="width:{frac:.0%}"></div></div>'
             f"budget: {used} of {esc(name)} = {num(cap, 'd')} nodes used · δ = {num(trace.delta, '.3g')} draft "
-            f"forwards · τ = {num(trace.tau, 'd')} committed{score_text(trace)}</div>{drafter_html(trace)}"
-            f"{auto_html(trace)}")
+            f"forwards · τ = {num(trace.tau, 'd')} committed{score_text(trace)}</div>{tree_words(trace)}"
+            f"{drafter_html(trace)}{auto_html(trace)}")
+
+
+def tree_words(trace: StepTrace) -> str:
+    """The tree in one sentence: the picture's text alternative (what a screen reader, or a glance, needs)."""
+    if trace.tree is None or not trace.nodes:
+        return ""
+    depth = max(n.depth for n in trace.nodes)
+    took = [n.text for n in (trace.nodes[i] for i in trace.accepted_path)]
+    lost = [n for n in trace.nodes if n.status == "rejected"]
+    bonus = trace.choices[-1].text if trace.choices else None
+    said = (f"In words: {len(trace.nodes)} drafted nodes over depths d = 0–{depth}; the target accepted "
+            f"{len(took)}" + (f" ({' '.join(repr(t) for t in took)})" if took else "") +
+            (f", rejected {len(lost)} it judged" if lost else "") +
+            (f", then added its own token {bonus!r}" if bonus is not None else "") + ".")
+    return f'<div class="ss-note ss-words">{esc(said)}</div>'
+
 
 
 def score_text(trace: StepTrace) -> str:
@@ -206,3 +222,13 @@ def compat_html(r: CompatReadout) -> str:
         parts.append(f"the draft vocabulary holds {num(r.coverage, '.0%')} of the committed text")
     warn = f'<div class="ss-alert" role="alert">⚠ {esc(r.warning)}</div>' if r.warning else ""
     return f'<div class="ss-note ss-compat">{"<br>".join(parts)}</div>{warn}'
+
+
+def compare_cards(headers: list[str], rows: list[list]) -> str:
+    """Compare's table as one card per method, for a phone (the page shows these instead of the table under
+    640 px: a 7-column table there leaves each column a character wide)."""
+    cards = []
+    for row in rows:
+        fields = "".join(f"<dt>{esc(h)}</dt><dd>{esc(v)}</dd>" for h, v in zip(headers[1:], row[1:]))
+        cards.append(f'<div class="ss-card"><b>{esc(row[0])}</b><dl>{fields}</dl></div>')
+    return f'<div class="ss-cards">{"".join(cards)}</div>'

@@ -6,13 +6,14 @@ import plotly.graph_objects as go
 
 from core.metrics import DepthAcceptance
 from core.trace import StepTrace
+from viz.text import wrap_title
 from viz.palette import FONT, METHOD_COLORS, STATUS_COLORS
 
 
 def _base(height: int, title: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
-                      margin=dict(l=50, r=20, t=72, b=44), title=dict(text=title, x=0.01, y=0.98, yanchor="top"),
+                      margin=dict(l=50, r=20, t=72, b=44), title=dict(text=wrap_title(title), x=0.01, y=0.98, yanchor="top"),
                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=11)))
     # the legend sits between the title and the plot, so it never covers an axis title
     return fig

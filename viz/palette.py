@@ -1,16 +1,24 @@
-"""One set of colours for every view, so 'accepted' looks the same in the tree, the text and the bars."""
+"""One set of colours for every view, so 'accepted' looks the same in the tree, the text and the bars. The
+statuses come from the Okabe-Ito palette, chosen to stay apart under the common colour-vision deficiencies
+(accepted blue, rejected vermillion), and every status also has its own marker shape (STATUS_SYMBOLS), so
+nothing is told by hue alone."""
 from __future__ import annotations
 
 STATUS_COLORS = {
-    "accepted": "#1a9850",  # green: the target agreed
-    "rejected": "#d73027",  # red: the target saw it and picked something else
+    "accepted": "#0072b2",  # blue: the target agreed
+    "rejected": "#d55e00",  # vermillion: the target saw it and picked something else
     "unreached": "#9e9e9e",  # grey: its parent was never accepted, so the target never judged it
     "pruned": "#8c8c8c",  # faint: scored by the policy but cut (gate, budget, Top-K, rerank)
     "root": "#3f6fd8",  # the last committed token (mid blue: visible on light and dark)
-    "bonus": "#f4a500",  # the target's own token that ends every step
+    "bonus": "#e69f00",  # orange: the target's own token that ends every step (a star)
+    "bonus_text": "#8a4b00",  # the bonus underline in the text: dark enough to read on every step hue
     "more": "#b0b0b0",  # a folded group of children ("+27 more")
     "drafted": "#7b61a8",  # drafted, not yet judged: the walk's stages before verification (viz/walk.py)
     "focus": "#e6550d",  # the ring around what a walk stage is about
+}
+STATUS_SYMBOLS = {  # the shape of each status in the tree: a second channel beside the colour
+    "root": "circle", "accepted": "circle", "rejected": "x", "unreached": "circle-open", "drafted": "diamond",
+    "pruned": "circle-open", "more": "square", "bonus": "star",
 }
 STATUS_LABELS = {
     "accepted": "accepted by the target",

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from core.trace import StepTrace
 from viz.exits_fig import _empty, confidence_text, first_crossings, grids, heat_traces, knob, num_layers, tau_exit_of
+from viz.text import wrap_title
 from viz.palette import FONT
 from viz.tree_fig import short
 
@@ -61,8 +62,8 @@ def run_heatmap(traces: list[StepTrace], current: int | None, annealed: bool = T
     if min_exit and min_exit > 1:  # ℓ_min = 1 checks from the first layer, as the paper
         fig.add_hline(y=min_exit - 0.5, line=dict(color="#777", dash="dot"),
                       annotation_text=f"ℓ_min = {min_exit} (ours)", annotation_position="bottom left")
-    fig.update_layout(title=dict(text=f"Layer × token confidence ({confidence_text(first, annealed)}) · every "
-                                      f"drafted token of the run", x=0.01, y=0.98, yanchor="top"),
+    fig.update_layout(title=dict(text=wrap_title(f"Layer × token confidence ({confidence_text(first, annealed)}) · "
+                                                 f"every drafted token of the run"), x=0.01, y=0.98, yanchor="top"),
                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"), dragmode="pan")
     start = max(0, len(cols) - VISIBLE_COLUMNS)
     fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=[_label(t, col) for t, col in cols], tickangle=-45,

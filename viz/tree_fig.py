@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
 from viz.escape import esc
-from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS
+from viz.text import wrap_title
+from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
 from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
 LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, only the accepted path
@@ -100,9 +101,9 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     done (on the whole tree's layout)."""
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12),
-                      height=height or natural_height(trace), margin=dict(l=8, r=8, t=44, b=8),
-                      title=dict(text=title, x=0.01, font=dict(size=14)), showlegend=True,
-                      legend=dict(orientation="h", y=-0.01, yanchor="top", x=0, font=dict(size=11)),
+                      height=height or natural_height(trace), margin=dict(l=8, r=8, t=72, b=8),
+                      title=dict(text=wrap_title(title), x=0.01, font=dict(size=14)), showlegend=True,
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, font=dict(size=11)),  # above
                       hoverlabel=dict(align="left"))
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, autorange="reversed", fixedrange=True)
@@ -216,7 +217,7 @@ def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, l
             textfont=dict(size=9 if group else 10), hovertext=[h for _, h, _ in points], hoverinfo="text",
             name=STATUS_LABELS.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
             marker=dict(size=[z for z, _, _ in points], color=STATUS_COLORS[status], line=dict(width=1, color="white"),
-                        symbol="circle-open" if faint else "square" if group else "circle"),
+                        symbol=STATUS_SYMBOLS[status]),
             meta=status,
         ))
 
