@@ -194,6 +194,6 @@ def test_a_shared_link_with_a_step_opens_there_with_its_own_settings(app):
     page.wait_for_function("(() => { const e = document.querySelector('#talon-link textarea, #talon-link input'); "
                            "return e && /step=3/.test(e.value); })()", timeout=30_000)
     step_to(page, 1)  # the visitor's Step continues the link's run
-    assert re.search(r"step 4\b", title(page))
+    assert re.search(r"step 4(?!\d)", title(page))
     time.sleep(0.5)
     page.close()

@@ -25,6 +25,36 @@ def fail() -> None:
     raise ValueError("a one-line problem")
 
 
+def matmul_sum(n: int) -> float:
+    a = torch.ones(n, n)
+    return float((a @ a).sum())
+
+
+def nap(seconds: float) -> None:
+    import time
+    time.sleep(seconds)
+
+
+def test_a_child_computes_after_the_parent_used_its_thread_pool():
+    """GNU OpenMP hangs a forked child that enters the pool its parent started; the worker runs single-threaded."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for _ in range(5):
+            matmul_sum(256)  # the parent's OpenMP team now exists
+        assert forked(matmul_sum, 10)(256) == 256.0 ** 3
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_call_past_its_reservation_is_stopped(monkeypatch):
+    import ui.gpu
+    monkeypatch.setattr(ui.gpu, "EMULATE_FLOOR_S", 0.5)
+    monkeypatch.setattr(ui.gpu, "EMULATE_SLACK", 1)
+    with pytest.raises(TimeoutError, match="ran past its reservation"):
+        forked(nap, 0.5)(30)
+
+
 def test_a_forked_call_returns_plain_data_and_changes_nothing_here():
     call = forked(remember, 10)
     assert call(1) == 1 and call(2) == 1  # each call starts from this process's state ...

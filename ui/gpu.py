@@ -7,7 +7,8 @@
   that process can be relied on afterwards. Only the documented decorator is used.
 - emulate (SPECSCOPE_ZEROGPU_EMULATE=1): the same rules imposed on a CPU machine, so tests can hold us to
   them: every call pickles its arguments and result and runs in a freshly forked process, whatever it changes
-  there is lost, and a tensor in the result is refused (returning CUDA tensors hangs a ZeroGPU call).
+  there is lost, a tensor in the result is refused (returning CUDA tensors hangs a ZeroGPU call), and a call
+  that outlives its reservation (by a CPU's margin, EMULATE_SLACK×) is killed, as ZeroGPU aborts it.
 
 So every decorated function takes and returns plain data (config, committed ids, traces, timings, RNG state
 as bytes) and keeps anything live (models, sessions, caches) in caches it can rebuild from that data."""
@@ -18,6 +19,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import sys
 from typing import Any, Callable
 
 try:
@@ -27,6 +29,8 @@ except ImportError:
 
 Duration = float | Callable[..., float]
 CHUNK = 16  # steps per engine call when calls are remote: fewer calls, each well within its duration
+EMULATE_SLACK = 20  # a CPU runs a GPU's reservation this many times slower, at most, before the call is killed
+EMULATE_FLOOR_S = 120.0
 
 
 def mode() -> str:
@@ -46,11 +50,20 @@ def gpu(duration: Duration = 60) -> Callable[[Callable], Callable]:
     call's own arguments returning them (a chunk of steps takes longer than one step)."""
     def decorate(fn: Callable) -> Callable:
         if mode() == "spaces":
-            return spaces.GPU(duration=duration)(fn)
+            return spaces.GPU(duration=duration)(in_fork(fn))
         if mode() == "emulate":
             return forked(fn, duration)
         return fn
     return decorate
+
+
+def in_fork(fn: Callable) -> Callable:
+    """`fn` as a ZeroGPU worker (a fork of this server) should run it: without the parent's OpenMP pool."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        single_threaded_after_fork()
+        return fn(*args, **kwargs)
+    return call
 
 
 class TensorPickler(pickle.Pickler):
@@ -83,7 +96,12 @@ def forked(fn: Callable, duration: Duration) -> Callable:
         child = ctx.Process(target=run_child, args=(fn, payload, send), daemon=True)
         child.start()
         send.close()
+        limit = max(EMULATE_FLOOR_S, EMULATE_SLACK * seconds)
         try:
+            if not receive.poll(limit):
+                child.kill()
+                raise TimeoutError(f"{fn.__name__}: the GPU call ran past its reservation ({seconds:g} s, "
+                                   f"{limit:g} s allowed on this CPU) and was stopped")
             data = receive.recv_bytes()
         except EOFError:
             raise RuntimeError(f"{fn.__name__}: the GPU worker died without an answer") from None
@@ -97,6 +115,7 @@ def forked(fn: Callable, duration: Duration) -> Callable:
 
 
 def run_child(fn: Callable, payload: bytes, send) -> None:
+    single_threaded_after_fork()
     try:
         args, kwargs = pickle.loads(payload)
         out = plain_dumps((True, fn(*args, **kwargs)))
@@ -108,3 +127,11 @@ def run_child(fn: Callable, payload: bytes, send) -> None:
     send.send_bytes(out)
     send.close()
     os._exit(0)  # no atexit handlers or thread joins of the forked server copy
+
+
+def single_threaded_after_fork() -> None:
+    """A forked child must not enter the OpenMP pool its parent started: GNU OpenMP waits forever for threads
+    the fork did not copy (any CPU op after a parent that computed). One thread runs ops inline."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)

@@ -7,7 +7,7 @@ from core.trace import StepTrace
 from viz.exits_fig import why_stopped
 from viz.escape import esc, num
 from viz.palette import STATUS_COLORS, step_hue
-from core.metrics import RunStats
+from core.metrics import MIN_RESAMPLED, RunStats
 
 
 def token_origins(trace: StepTrace) -> list[str]:
@@ -115,8 +115,8 @@ def stats_html(s: RunStats) -> str:
     elif sp is None:
         how = "Speed-up: waiting for plain AR decoding of this prompt to be timed (it runs after each step)."
     else:
-        spread = ("" if sp.lo is None else " The range is the 10th–90th percentile over the run's steps "
-                  "resampled with replacement.")
+        spread = (f" No range yet: it needs at least {MIN_RESAMPLED} timed steps to resample." if sp.lo is None
+                  else " The range is the 10th–90th percentile over the run's steps resampled with replacement.")
         how = (f"Speed-up: plain AR decoding's time over this run's time for the same {num(sp.positions, 'd')} output "
                f"positions of this prompt, both timed around each engine step with the prompt's prefill taken "
                f"out.{spread} {esc(s.base_note)}.")
