@@ -52,7 +52,8 @@ class Expander:
                 q = torch.nan_to_num(probs(z, self.s.sampling))  # a row of -inf (nothing to propose) -> zeros
             else:
                 q = torch.softmax(z.float() / self.T_shape, -1)  # (F, V)
-                q = torch.where(torch.isfinite(z), q.clamp_min(torch.finfo(q.dtype).tiny), 0.0)  # underflow != -inf
+                if not bool((q > 0).all()):  # a 0 from -inf cannot be proposed, one from underflow can
+                    q.clamp_min_(torch.finfo(q.dtype).tiny).masked_fill_(z.isneginf() | z.isnan(), 0.0)
         self.ms += t.ms
         return q
 
