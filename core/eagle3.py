@@ -145,9 +145,16 @@ class EagleHead(nn.Module):
         return self.fc(feats)
 
     def rope(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """positions (B, T) -> cos, sin (B, 1, T, D): broadcast over heads."""
-        cos, sin = self.rotary(torch.empty(0, dtype=dtype, device=positions.device), positions)  # (B, T, D)
-        return cos[:, None], sin[:, None]
+        """positions (B, T) -> cos, sin (B, 1, T, D): broadcast over heads. A rope whose frequencies depend on
+        the length (dynamic, longrope) goes through transformers' forward; the others use its frequencies and
+        scale directly, the same arithmetic without its per-call wrappers (a draft level calls this)."""
+        r = self.rotary
+        if r.rope_type in ("dynamic", "longrope"):
+            cos, sin = r(torch.empty(0, dtype=dtype, device=positions.device), positions)  # (B, T, D)
+            return cos[:, None], sin[:, None]
+        freqs = positions[..., None].float() * r.inv_freq.float()  # (B, T, D/2)
+        emb = torch.cat((freqs, freqs), dim=-1)[:, None]  # (B, 1, T, D)
+        return (emb.cos() * r.attention_scaling).to(dtype), (emb.sin() * r.attention_scaling).to(dtype)
 
     def qkv(self, emb: torch.Tensor, state: torch.Tensor, positions: torch.Tensor):
         """The EAGLE layer's projections. emb, state: (B, T, H); positions (B, T).

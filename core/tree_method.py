@@ -36,8 +36,9 @@ class Expander:
     rule needs that q."""
 
     def __init__(self, drafter: Drafter, s: Session, chain: bool, shape_temperature: float,
-                 keep_logits: bool = False) -> None:
+                 keep_logits: bool = False, most_kept: int | None = None) -> None:
         self.drafter, self.s, self.chain, self.T_shape = drafter, s, chain, shape_temperature
+        self.most_kept = most_kept  # the most children a policy keeps from one row (None: any number)
         self.ms = 0.0
         self.logits: dict[int, torch.Tensor] | None = {} if keep_logits else None  # node -> (V,) z it was expanded with
 
@@ -52,10 +53,18 @@ class Expander:
                 q = torch.nan_to_num(probs(z, self.s.sampling))  # a row of -inf (nothing to propose) -> zeros
             else:
                 q = torch.softmax(z.float() / self.T_shape, -1)  # (F, V)
-                if not bool((q > 0).all()):  # a 0 from -inf cannot be proposed, one from underflow can
+                if self.underflow_may_matter(q):  # a 0 from -inf cannot be proposed, one from underflow can
                     q.clamp_min_(torch.finfo(q.dtype).tiny).masked_fill_(z.isneginf() | z.isnan(), 0.0)
         self.ms += t.ms
         return q
+
+
+    def underflow_may_matter(self, q: torch.Tensor) -> bool:
+        """Only a row with fewer positive q than the policy may keep can reach a zero in its Top-m: the (F, V)
+        passes of the fix are skipped otherwise (a draft vocabulary's -inf makes zeros on every row)."""
+        if self.most_kept is None:
+            return not bool((q > 0).all())
+        return int((q > 0).sum(-1).min()) < self.most_kept
 
 
 @dataclass
@@ -133,7 +142,7 @@ class TreeMethod:
         chain = isinstance(policy, ChainPolicy)
         t0 = time.perf_counter()
         s.drafter.begin(s.ids)
-        expand = Expander(s.drafter, s, chain, T_shape, keep_logits=calibrate)
+        expand = Expander(s.drafter, s, chain, T_shape, keep_logits=calibrate, most_kept=policy.scratch)
         pick = None if s.sampling.greedy else (lambda q: draw(q, s.gen))
         room = s.tcache.max_len - s.tcache.length - len(s.pending(s.tcache))  # tree nodes the cache can take
         grown = policy.grow(expand, max_depth=s.remaining - 1, max_nodes=room, pick=pick)

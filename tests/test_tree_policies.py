@@ -195,5 +195,7 @@ def test_a_tiny_shaping_temperature_keeps_every_proposable_root_child():
             return z.expand(len(frontier), -1)
 
     s = SimpleNamespace(target=SimpleNamespace(device=torch.device("cpu")), sampling=SamplingConfig())
-    res = TalonPolicy(N=4, K=4, mu=0.5, k_init=1).grow(Expander(Fixed(), s, False, 0.01), max_depth=1)
-    assert sorted(res.tree.tokens) == [0, 1, 2, 3]
+    for most_kept in (None, 4):  # the fix runs when a row has fewer positive q than the policy may keep
+        policy = TalonPolicy(N=4, K=4, mu=0.5, k_init=1)
+        res = policy.grow(Expander(Fixed(), s, False, 0.01, most_kept=most_kept), max_depth=1)
+        assert sorted(res.tree.tokens) == [0, 1, 2, 3]
