@@ -58,13 +58,12 @@ class Expander:
         self.ms += t.ms
         return q
 
-
     def underflow_may_matter(self, q: torch.Tensor) -> bool:
         """Only a row with fewer positive q than the policy may keep can reach a zero in its Top-m: the (F, V)
-        passes of the fix are skipped otherwise (a draft vocabulary's -inf makes zeros on every row)."""
-        if self.most_kept is None:
-            return not bool((q > 0).all())
-        return int((q > 0).sum(-1).min()) < self.most_kept
+        passes of the fix are skipped otherwise (a draft vocabulary's -inf makes zeros on every row). With no
+        known cap, any zero may matter."""
+        positive = (q > 0).sum(-1)  # (F,)
+        return int(positive.min()) < (q.shape[-1] if self.most_kept is None else self.most_kept)
 
 
 @dataclass
