@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from cli.exit_data import stdlib_split, teacher, text_split, windows
 from cli.train_utils import write_card
 from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 from core.model import CausalLM
@@ -49,18 +49,6 @@ class TrainResult:
     seconds: float = 0.0
 
 
-def windows(ids: torch.Tensor, cfg: TrainConfig, gen: torch.Generator) -> torch.Tensor:
-    """A batch of random windows: (B, T)."""
-    starts = torch.randint(0, max(1, len(ids) - cfg.seq_len), (cfg.batch,), generator=gen)
-    return torch.stack([ids[s: s + cfg.seq_len] for s in starts.tolist()])
-
-
-def teacher(lm: CausalLM, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """Hidden states after layers 1..L-1, each (B, T, d), and the final log-distribution (B, T, V)."""
-    with torch.no_grad():
-        out = lm.hf(input_ids=x.to(lm.device), output_hidden_states=True)
-        states = [h.float() for h in out.hidden_states[1: lm.num_layers]]  # intermediate states are pre-norm
-        return states, torch.log_softmax(out.logits.float(), -1)
 
 
 def distill_loss(lm: CausalLM, heads: ExitHeads, layer: int, h: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
@@ -81,7 +69,7 @@ def train_heads(lm: CausalLM, train_ids: list[int], cfg: TrainConfig, progress: 
     t0 = time.perf_counter()
     bar = tqdm(range(cfg.steps), desc="exit heads", unit="step", disable=not progress)
     for _ in bar:
-        states, log_p = teacher(lm, windows(ids, cfg, gen))
+        states, log_p = teacher(lm, windows(ids, cfg.batch, cfg.seq_len, gen))
         opt.zero_grad(set_to_none=True)
         total = 0.0
         for layer in range(1, lm.num_layers):  # one backward per layer keeps one (B, T, V) graph alive at a time
@@ -115,25 +103,6 @@ def agreement(lm: CausalLM, heads: ExitHeads, ids: list[int], eval_tokens: int, 
     return {"tokens": n, "head": [a / n for a in agree["head"]], "logit_lens": [a / n for a in agree["lens"]]}
 
 
-def text_split(lm: CausalLM, path: Path) -> tuple[list[int], list[int], str]:
-    ids = lm.tokenizer(path.read_text(encoding="utf-8", errors="replace"), verbose=False)["input_ids"]
-    cut = int(len(ids) * 0.9)
-    return ids[:cut], ids[cut:], f"{path.name} (last 10% held out)"
-
-
-def stdlib_split(lm: CausalLM, max_files: int, seed: int) -> tuple[list[int], list[int], str]:
-    """Train on a seeded sample of the embedded corpus's train files; evaluate on its held-out files."""
-    from cli.corpus import source_files, split
-    train, heldout = split(source_files())
-    train = random.Random(seed).sample(train, min(max_files, len(train)))
-    eot = lm.tokenizer.eos_token_id
-
-    def encode(files) -> list[int]:
-        out: list[int] = []
-        for f in files:
-            out += [eot] + lm.tokenizer(f.read(), add_special_tokens=False, verbose=False)["input_ids"]
-        return out
-    return encode(train), encode(heldout), f"stdlib: {len(train)} train files, held-out files of cli/corpus.py"
 
 
 def card_section(command: str, data: str, cfg: TrainConfig, res: TrainResult, metrics: dict, mb: float) -> str:

@@ -10,7 +10,9 @@ transformers' CandidateGenerator but for trees:
   over the target's vocabulary (-inf = cannot propose);
 - `accept(path, feats)`: the verified path (the drafter's own node ids, root downwards) and, when asked
   for, the target's hidden states of the pending tokens and that path; the drafter brings its cache
-  up to date with what was committed.
+  up to date with what was committed;
+- `shallow(target_base, pool_nodes)`: what the drafter computed of the verification's rows, for a drafter that
+  runs the target's own first layers (core/self_drafter.py); None for every other drafter.
 
 `drop()` forgets every cache (the session rebuilds from its committed text on the next step). For the cost
 model (core/cost_model.py), which times one frontier's forward over and over: `runs_model` (a drafter that
@@ -21,7 +23,7 @@ runs no model costs nothing), `mark()` / `rewind(mark)` (back to where a step's 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -29,6 +31,9 @@ from core.kv_cache import KVCache
 from core.model import CausalLM
 from core.trace import ROOT
 from core.draft_tree import DraftTree, path_to
+
+if TYPE_CHECKING:
+    from core.self_drafter import Shallow
 
 
 class Drafter(Protocol):
@@ -52,6 +57,8 @@ class Drafter(Protocol):
     def propose(self, frontier: list[int], tree: DraftTree) -> torch.Tensor: ...
 
     def accept(self, path: list[int], feats: torch.Tensor | None) -> None: ...
+
+    def shallow(self, target_base: int, pool_nodes: list[int]) -> "Shallow | None": ...
 
     def drop(self) -> None: ...
 
@@ -116,6 +123,9 @@ class ModelDrafter:
         fed = [self.slots[i] for i in path if i in self.slots]  # the last accepted node may be unfed
         self.cache.compact(fed, start=self.base + len(self.pending))
 
+    def shallow(self, target_base: int, pool_nodes: list[int]) -> None:
+        """A separate model computes nothing of the target's verification."""
+
     def drop(self) -> None:
         self.cache = None
 
@@ -173,6 +183,9 @@ class LookupDrafter:
 
     def accept(self, path: list[int], feats: torch.Tensor | None) -> None:
         pass
+
+    def shallow(self, target_base: int, pool_nodes: list[int]) -> None:
+        """Lookup computes nothing of the target's verification."""
 
     def drop(self) -> None:
         self.index, self.ids, self.indexed = {}, [], 0

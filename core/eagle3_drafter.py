@@ -142,6 +142,9 @@ class EagleDrafter:
             self.fused[first: first + len(feats)] = self.head.fuse(feats)
         self.cache.rollback(min(self.cache.length, max(0, self.n - 1)))
 
+    def shallow(self, target_base: int, pool_nodes: list[int]) -> None:
+        """The head reads the target's states; it computes none of them."""
+
     def drop(self) -> None:
         self.cache = self.fused = None
 

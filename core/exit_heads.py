@@ -153,12 +153,16 @@ def store_exit_layers(lm: CausalLM, layers: list[int], measured: dict) -> Path:
     return folder / META
 
 
-def save_token_order(ids: list[int], vocab_size: int, folder: Path) -> None:
-    """The vocabulary by descending frequency in `ids` (ties by id), for exit vocabularies of any size."""
+def token_order(ids: list[int], vocab_size: int) -> torch.Tensor:
+    """(V,) the vocabulary by descending frequency in `ids` (ties by id)."""
     counts = torch.bincount(torch.tensor(ids, dtype=torch.long), minlength=vocab_size)  # (V,)
-    order = sorted(range(vocab_size), key=lambda t: (-int(counts[t]), t))
+    return torch.tensor(sorted(range(vocab_size), key=lambda t: (-int(counts[t]), t)), dtype=torch.int64)
+
+
+def save_token_order(ids: list[int], vocab_size: int, folder: Path) -> None:
+    """The order of `token_order`, for exit vocabularies of any size."""
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({"order": torch.tensor(order, dtype=torch.int64)}, str(folder / VOCAB))
+    save_file({"order": token_order(ids, vocab_size)}, str(folder / VOCAB))
 
 
 def exit_vocab(lm: CausalLM, size: int) -> torch.Tensor | None:

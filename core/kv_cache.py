@@ -30,6 +30,13 @@ class KVCache:
         self.k[layer, :, start:end] = k
         self.v[layer, :, start:end] = v
 
+    def write_at(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """k, v: (H_kv, T, D) go to the scattered `slots` (T,) of `layer`."""
+        if len(slots) and int(slots.max()) >= self.max_len:
+            raise ValueError(f"KV cache overflow: need slot {int(slots.max())}, have {self.max_len}")
+        self.k[layer, :, slots] = k
+        self.v[layer, :, slots] = v
+
     def view(self, layer: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of slots [0, end): each (H_kv, end, D)."""
         return self.k[layer, :, :end], self.v[layer, :, :end]

@@ -105,7 +105,7 @@ class CausalLM:
         return k * cos + rotate_half(k) * sin, v
 
     def _attention(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
-                   start: int, mask: torch.Tensor) -> torch.Tensor:
+                   start: int, mask: torch.Tensor, slots: torch.Tensor | None = None) -> torch.Tensor:
         attn = self.layers[i].self_attn
         T = x.shape[0]
         q = attn.q_proj(x).view(T, self.n_heads, self.head_dim)  # (T, H, D)
@@ -114,35 +114,44 @@ class CausalLM:
         q = q.transpose(0, 1)  # (H, T, D)
         q = q * cos + rotate_half(q) * sin
         k, v = self.project_kv(i, x, cos, sin)
-        cache.write(i, start, k, v)
-        keys, values = cache.view(i, start + T)  # (H_kv, S, D)
+        if slots is None:
+            cache.write(i, start, k, v)
+        else:
+            cache.write_at(i, slots, k, v)
+        keys, values = cache.view(i, mask.shape[-1])  # (H_kv, S, D): the slots the mask covers
         out = F.scaled_dot_product_attention(
             q[None], keys[None], values[None], attn_mask=mask[None, None], scale=attn.scaling,
             enable_gqa=self.n_heads != self.n_kv_heads,
         )  # (1, H, T, D)
         return attn.o_proj(out[0].transpose(0, 1).reshape(T, self.n_heads * self.head_dim))
 
-    def _windowed(self, i: int, mask: torch.Tensor, positions: torch.Tensor, start: int) -> torch.Tensor:
-        """Apply a sliding window (Mistral / Qwen sliding layers) on top of `mask`; slot s < start sits at position s."""
+    def _windowed(self, i: int, mask: torch.Tensor, positions: torch.Tensor, start: int,
+                  key_positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Apply a sliding window (Mistral / Qwen sliding layers) on top of `mask`; by default slot s < start sits
+        at position s and the new tokens follow (`key_positions`, (S,): every key slot's position otherwise)."""
         attn = self.layers[i].self_attn
         window = getattr(attn, "sliding_window", None)
         if not hasattr(attn, "sliding_window") and self.config.model_type == "mistral":
             window = getattr(self.config, "sliding_window", None)  # Mistral keeps it on the config only
         if not window:
             return mask
-        key_pos = torch.cat([torch.arange(start, device=mask.device), positions])  # (S,)
-        return mask & (positions[:, None] - key_pos[None, :] < window)
+        if key_positions is None:
+            key_positions = torch.cat([torch.arange(start, device=mask.device), positions])  # (S,)
+        return mask & (positions[:, None] - key_positions[None, :] < window)
 
     def forward_layers(self, h: torch.Tensor, positions: torch.Tensor, cache: KVCache, start: int,
                        mask: torch.Tensor, first: int, last: int, hidden: list | None = None,
-                       rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+                       rope: tuple[torch.Tensor, torch.Tensor] | None = None, slots: torch.Tensor | None = None,
+                       key_positions: torch.Tensor | None = None) -> torch.Tensor:
         """Run layers [first, last) on h (T, d); K/V go to slots [start, start + T); mask is (T, start + T).
-        `rope`: (cos, sin) for these positions, when a caller running one layer at a time computed them once."""
+        `rope`: (cos, sin) for these positions, when a caller running one layer at a time computed them once.
+        `slots` (T,): scattered slots instead (a tree's unfed nodes); the mask then covers slots [0, S) and
+        `key_positions` (S,) gives each key slot's position (for sliding windows)."""
         cos, sin = rope if rope is not None else self.rope(positions, h)
         for i in range(first, last):
             layer = self.layers[i]
-            m = self._windowed(i, mask, positions, start)
-            h = h + self._attention(i, layer.input_layernorm(h), cos, sin, cache, start, m)
+            m = self._windowed(i, mask, positions, start, key_positions)
+            h = h + self._attention(i, layer.input_layernorm(h), cos, sin, cache, start, m, slots)
             h = h + layer.mlp(layer.post_attention_layernorm(h))
             if hidden is not None:
                 hidden.append(h)

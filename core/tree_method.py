@@ -17,6 +17,7 @@ from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.drafters import Drafter
 from core.engine import Session, Timer
 from core.sampling import draw, probs
+from core.shallow_verify import verify_with_shallow
 from core.shape_calibration import T_GRID, nll_by_temperature
 from core.trace import ROOT, AutoChoice, DraftNode, StepTrace, TargetChoice, TreeStep
 from core.tree_policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
@@ -154,7 +155,13 @@ class TreeMethod:
         with Timer(s.target.device) as t:
             mask = tree_attention_mask(tree.parents, base, P, s.target.device)
             positions = list(range(base, base + P)) + tree_positions(tree.depths, base + P)
-            out = s.target.forward(pending + tree.tokens, positions, s.tcache, mask=mask, taps=s.drafter.taps)
+            shallow = s.drafter.shallow(base, grown.pool_index)  # a self drafter's first ℓ layers of these rows
+            if shallow is not None:
+                out = verify_with_shallow(s.target, pending + tree.tokens, positions, s.tcache, base, mask, shallow)
+                taps = None
+            else:
+                out = s.target.forward(pending + tree.tokens, positions, s.tcache, mask=mask, taps=s.drafter.taps)
+                taps = out.taps
             logits = out.logits[P - 1:]  # (1 + n, V): row 0 the root, row 1 + i node i
             p = probs(logits, s.sampling)
             if isinstance(self.policy, ChainPolicy):
@@ -167,7 +174,7 @@ class TreeMethod:
             else:
                 record = record_tree(tree, p, verify_tree(tree.children(), logits, p, s.sampling.greedy, s.gen),
                                      s.text_of)
-        return Verified(p, record, out.taps, t.ms)
+        return Verified(p, record, taps, t.ms)
 
     def fields(self, s: Session, drafted: Drafted, verified: Verified, policy: Policy, T_shape: float,
                auto: AutoChoice | None) -> dict:
