@@ -32,11 +32,14 @@ from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
 from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.metrics import Totals, speedup
+from core import knobs
 from core.methods import build_method
 from cli.peers import run_peer
 from core.prompts import read_prompts
 from core.sampling import SamplingConfig
 from core.server_flags import Measured, server_lines
+
+STR_KNOBS = {k.name for k in knobs.ALL_KNOBS.values() if k.kind is str} | {"preset"}
 
 
 @dataclass
@@ -58,16 +61,24 @@ class Row(Totals):
 
 
 def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict]:
-    """'talon@eagle3:mu=0.1:N=32' -> (label, method name, drafter, knobs over the CLI's defaults)."""
+    """'talon@eagle3:mu=0.1:N=32' -> (label, method name, drafter key, knobs over the CLI's defaults). The drafter
+    key carries the drafter's own knobs when it has any ('self:self_layer=3'), so each setting gets a factory."""
     head, *items = spec.split(":")
     name, _, named = head.partition("@")
     drafter = named or drafter
-    knobs = dict(base)
+    kn = dict(base)
     for item in filter(None, items):
         key, _, value = item.partition("=")
         key = key.replace("-", "_")
-        knobs[key] = int(value) if value.lstrip("-").isdigit() else value if key in ("exit_layers", "preset") else float(value)
-    return spec, name, drafter, knobs
+        kn[key] = int(value) if value.lstrip("-").isdigit() else value if key in STR_KNOBS else float(value)
+    options = knobs.drafter_options(drafter, kn)
+    return spec, name, ":".join([drafter] + [f"{k}={v}" for k, v in options.items()]), kn
+
+
+def drafter_of(key: str) -> tuple[str, dict]:
+    """A drafter key -> (drafter name, its knobs)."""
+    name, *items = key.split(":")
+    return name, {k: int(v) for k, v in (item.split("=") for item in items)}
 
 
 def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str, DrafterFactory], sampling,
@@ -199,8 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         prompts = [prepare_prompt(target.tokenizer, p, args.chat).ids for p in prompt_texts]
         all_specs = specs + sweeps
         used = {d for _, name, d, knobs in all_specs if build_method(name, **knobs).needs_draft}
-        factories = {d: drafter_factory(d, target, args.draft if d == args.drafter else None, args.device)
-                     for d in used}
+        factories = {d: drafter_factory(drafter_of(d)[0], target, args.draft if drafter_of(d)[0] == args.drafter
+                                        else None, args.device, drafter_of(d)[1]) for d in used}
     except ChatError as exc:
         fail(f"--chat {args.chat}: {exc}")
     except (ValueError, ModelLoadError, HeadLoadError) as exc:

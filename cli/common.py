@@ -56,7 +56,8 @@ def _knob_flags(group, ks: tuple[Knob, ...], seen: set[str]) -> None:
     for k in ks:
         if k.on_cli and k.name not in seen:
             seen.add(k.name)
-            group.add_argument(k.flag, type=k.kind, default=None, dest=k.name,
+            # integers parse as numbers: the knob's own check (core/knobs.py) says what is wrong and the range
+            group.add_argument(k.flag, type=float if k.integer else k.kind, default=None, dest=k.name,
                                help=f"{k.label}: {k.help} (default {k.default}; range {k.range_text()})")
 
 
@@ -82,6 +83,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
                     help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
                          "the best measured on the embedded target)")
+    _knob_flags(ap.add_argument_group("the drafter's own knobs"), sum(knobs.DRAFTER_KNOBS.values(), ()), seen)
     ap.add_argument("--draft", default=None, help="the drafter's weights: a draft LM (model) or an EAGLE-3 head "
                                                   "folder (eagle3); local folder or Hub id (default: embedded)")
     ap.add_argument("--device", default="auto", type=device_arg, help="auto | cpu | cuda | cuda:N")
@@ -89,6 +91,12 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
                     help="wrap each prompt as one user turn in the target's chat template (add_generation_prompt, "
                          "no system prompt, enable_thinking off unless SPECSCOPE_CHAT_THINKING=on); auto: when "
                          "the tokenizer has a template (default auto)")
+
+
+def drafter_knobs(args: argparse.Namespace) -> dict:
+    """The drafter's own knobs the user gave (knobs.DRAFTER_KNOBS), for drafter_factory."""
+    return {k.name: getattr(args, k.name) for k in knobs.DRAFTER_KNOBS.get(args.drafter, ())
+            if getattr(args, k.name, None) is not None}
 
 
 def method_knobs(args: argparse.Namespace) -> dict:

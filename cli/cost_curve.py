@@ -4,7 +4,8 @@
 """
 from __future__ import annotations
 
-from cli.common import OneLineParser, device_arg, fail, run_main
+from cli.common import OneLineParser, device_arg, drafter_knobs, fail, run_main
+from core import knobs
 from core.cost_model import CONTEXT, measure
 from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, HeadLoadError, drafter_factory
 from core.loading import DEFAULT_TARGET, ModelLoadError, load_model
@@ -17,10 +18,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--draft", default=None)
     ap.add_argument("--device", default="auto", type=device_arg)
     ap.add_argument("--reps", type=int, default=9)
+    for k in sum(knobs.DRAFTER_KNOBS.values(), ()):
+        ap.add_argument(k.flag, type=float, default=None, dest=k.name, help=f"{k.label}: {k.help}")
     args = ap.parse_args(argv)
     try:
         target = load_model(args.model, args.device)
-        make = drafter_factory(args.drafter, target, args.draft, args.device)
+        make = drafter_factory(args.drafter, target, args.draft, args.device, drafter_knobs(args))
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     cost = measure(target, make(), args.reps, use_disk=False)

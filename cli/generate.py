@@ -13,7 +13,8 @@ import json
 import os
 import sys
 
-from cli.common import OneLineParser, add_common_args, announce_drafters, fail, method_knobs, run_main
+from cli.common import (OneLineParser, add_common_args, announce_drafters, drafter_knobs, fail, method_knobs,
+                        run_main)
 from core.auto_budget import AutoMemory
 from core.chat import ChatError, prepare_prompt, resolve_chat
 from core.cost_model import measure
@@ -60,7 +61,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session], bool]:
     method = build_method(args.method, **method_knobs(args), auto_memory=AutoMemory())
     rows = read_prompts(args.prompts)
     target = load_model(args.model, args.device)
-    make = drafter_factory(args.drafter, target, args.draft, args.device) if method.needs_draft else lambda: None
+    make = drafter_factory(args.drafter, target, args.draft, args.device, drafter_knobs(args)) if method.needs_draft else lambda: None
     chat = resolve_chat(args.chat, target.tokenizer)
     if getattr(method, "auto", False):  # the cost curves before any prompt is timed, saying so
         measure(target, make(), progress=lambda line: print(line, file=sys.stderr, flush=True))

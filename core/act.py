@@ -14,6 +14,7 @@ import torch
 
 from core.cost_model import median_ms
 from core.exit_heads import ExitHeads, exit_vocab
+from core.layer_heads import LayerHeads
 from core.model import CausalLM
 
 
@@ -45,18 +46,34 @@ def exits_at(conf: LayerConfidence, tau_exit: float) -> bool:
     return conf.annealed >= tau_exit
 
 
+@dataclass(frozen=True)
+class CheckCost:
+    layer_ms: float  # one decoder layer over one token, in a full pass (as decoding runs it)
+    check_ms: float  # one exit check after such a pass
+
+    @property
+    def layers(self) -> float:
+        return self.check_ms / self.layer_ms
+
+
 @functools.lru_cache(maxsize=8)
 @torch.inference_mode()
-def head_cost_layers(lm: CausalLM, heads: ExitHeads, v_exit: int = 0, reps: int = 25) -> float:
-    """One exit-head evaluation over one token (over the V_exit most frequent tokens; 0: all), in units of
-    one decoder layer over one token (measured: on a narrow model with a big vocabulary a check costs
-    about as much as a layer, so δ must count it)."""
+def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, reps: int = 15) -> CheckCost:
+    """What one exit check over one token costs (over the V_exit most frequent tokens; 0: all the heads'), against
+    a decoder layer, timed where decoding meets them: after a pass through every layer, so neither finds its
+    weights still in the CPU's cache (timed alone, over and over, a small matrix would look free)."""
     vocab = exit_vocab(lm, v_exit)
     h = lm.embed(torch.tensor([1], device=lm.device))  # (1, d)
     cache = lm.new_cache(64)
     pos = torch.tensor([32], device=lm.device)
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
-    t_layer = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, 1), reps)
-    mid = max(1, lm.num_layers // 2)  # any layer below L costs the same (an adapter and the LM head)
-    t_head = median_ms(lambda: heads.logits(lm, mid, h, vocab), reps)
-    return t_head / t_layer
+    L, mid = lm.num_layers, max(1, lm.num_layers // 2)  # any layer below L costs the same
+    t_pass = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, L), reps)
+    t_check = median_ms(lambda: (lm.forward_layers(h, pos, cache, 32, mask, 0, L), heads.logits(lm, mid, h, vocab)), reps)
+    return CheckCost(t_pass / L, max(0.0, t_check - t_pass))
+
+
+def head_cost_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0) -> float:
+    """One exit check in units of one decoder layer over one token (on a narrow model with a big vocabulary a
+    check through the model's own LM head costs about as much as a layer, so δ must count it)."""
+    return check_cost(lm, heads, v_exit).layers

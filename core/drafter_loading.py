@@ -4,6 +4,7 @@
     eagle3  an EAGLE-3 head in any published layout (core/eagle3_dialects.py; `--draft` folder or Hub id;
             default: the embedded head)
     lookup  prompt lookup: no weights at all
+    self    the target's own first ℓ_self layers and its exit head there (knob self_layer): any model drafts
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from core import knobs
 from core.drafters import Drafter, LookupDrafter, ModelDrafter
 from core.eagle3_io import DEFAULT_HEAD, HeadLoadError, head_for
 from core.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
@@ -37,7 +39,7 @@ def head_folder(name: str) -> Path:
         raise HeadLoadError(denied or f"cannot fetch the head '{name}' from {where}: {type(exc).__name__}") from None
 
 
-def _model(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
+def _model(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:
     lm = load_model(weights or DEFAULT_DRAFT, device)
     if len(lm.tokenizer) != len(target.tokenizer):
         raise ModelLoadError(f"the draft '{lm.name}' and the target have different tokenizers; pick a draft from "
@@ -45,14 +47,23 @@ def _model(target: CausalLM, weights: str | None, device: str) -> DrafterFactory
     return lambda: ModelDrafter(lm)
 
 
-def _eagle3(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
+def _eagle3(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:
     from core.eagle3_drafter import EagleDrafter
     head = head_for(target, head_folder(weights) if weights else DEFAULT_HEAD)
     return lambda: EagleDrafter(head, target)
 
 
-def _lookup(target: CausalLM, weights: str | None, device: str) -> DrafterFactory:
+def _lookup(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:
     return lambda: LookupDrafter(target.vocab_size)
+
+
+def _self(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:
+    """The per-layer head at ℓ_self when the target has trained ones, else its shared heads or logit lens."""
+    from core.exit_heads import heads_for
+    from core.self_drafter import SelfDrafter, check_self_layer
+    layer = check_self_layer(options["self_layer"], target.num_layers)
+    heads = heads_for(target)
+    return lambda: SelfDrafter(target, heads, layer)
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,7 @@ class DrafterSpec:
     this build can offer it (the EAGLE-3 head only when it ships)."""
     name: str
     label: str
-    build: Callable[[CausalLM, str | None, str], DrafterFactory]
+    build: Callable[[CausalLM, str | None, str, dict], DrafterFactory]  # options: its knobs (knobs.DRAFTER_KNOBS)
     available: Callable[[], bool] = lambda: True
 
 
@@ -71,6 +82,7 @@ REGISTRY: dict[str, DrafterSpec] = {spec.name: spec for spec in (
                 lambda: (DEFAULT_HEAD / "config.json").exists()),
     DrafterSpec("model", "model (1-layer draft LM)", _model),
     DrafterSpec("lookup", "lookup (n-gram in the text)", _lookup),
+    DrafterSpec("self", "self (the target's own first layers)", _self),
 )}
 DRAFTERS = tuple(REGISTRY)
 
@@ -80,11 +92,13 @@ def offered_drafters() -> list[str]:
     return [name for name, spec in REGISTRY.items() if spec.available()]
 
 
-def drafter_factory(name: str, target: CausalLM, draft: str | None = None, device: str = "auto") -> DrafterFactory:
-    """Raises ValueError (unknown name), ModelLoadError or HeadLoadError with a one-line message."""
+def drafter_factory(name: str, target: CausalLM, draft: str | None = None, device: str = "auto",
+                    options: dict | None = None) -> DrafterFactory:
+    """options: the drafter's knobs (knobs.DRAFTER_KNOBS; defaults where missing). Raises ValueError (unknown
+    name, a bad knob), ModelLoadError or HeadLoadError with a one-line message."""
     if name not in REGISTRY:
         raise ValueError(f"unknown drafter '{name}' (choose from {', '.join(REGISTRY)})")
-    return REGISTRY[name].build(target, draft, device)
+    return REGISTRY[name].build(target, draft, device, knobs.drafter_options(name, options or {}))
 
 
 __all__ = ["DEFAULT_DRAFTER", "DRAFTERS", "DrafterFactory", "drafter_factory", "HeadLoadError", "ModelLoadError"]

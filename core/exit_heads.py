@@ -1,6 +1,9 @@
 """Exit heads: next-token logits z^(ℓ) from the hidden state after layer ℓ (1 ≤ ℓ < L), base frozen.
 
-Each head is a small residual adapter, h + U·D·rmsnorm(h) with D: (r, d), U: (d, r), feeding
+Three kinds (SpecBound's knob `exit_heads`, `heads_for`): `paper`, a light LM head of its own per layer
+(core/layer_heads.py, the default where a model has them); `shared`, the adapters below; `lens`, the logit lens.
+
+A shared head is a small residual adapter, h + U·D·rmsnorm(h) with D: (r, d), U: (d, r), feeding
 the model's own final norm and LM head, so a head costs 2·d·r parameters and shares the big
 vocabulary matrix with the model. U starts at zero: an untrained head is exactly the "logit
 lens" (final norm + LM head applied to the intermediate state), which is also the fallback
@@ -24,6 +27,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from core.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta
 from core.model import CausalLM
 from core.paths import cache_home
 
@@ -77,6 +81,9 @@ class ExitHeads(torch.nn.Module):
     @property
     def megabytes(self) -> float:
         return sum(p.numel() * p.element_size() for p in self.parameters()) / 1e6
+
+
+AnyHeads = ExitHeads | LayerHeads  # what SpecBound and the self drafter exit through
 
 
 def logit_lens(lm: CausalLM) -> ExitHeads:
@@ -139,18 +146,20 @@ def load_heads(lm: CausalLM, folder: Path | None = None) -> ExitHeads:
     return heads.to(lm.device).eval().requires_grad_(False)
 
 
-def store_exit_layers(lm: CausalLM, layers: list[int], measured: dict) -> Path:
-    """Write the chosen exit-layer set (and what it was chosen from) into the heads' META, where SpecBound
-    reads its default; the heads in memory use it from now on."""
+def store_exit_layers(lm: CausalLM, layers: list[int], measured: dict, kind: str = "paper") -> Path:
+    """Write the chosen exit-layer set (and what it was chosen from) into the META of the heads `kind` loads,
+    where SpecBound reads its default; the heads in memory use it from now on."""
+    heads = heads_for(lm, kind)
     folder = heads_dir(lm.name)
-    meta = read_meta(folder)
-    if not (folder / WEIGHTS).is_file() or not meta:
+    meta_file = folder / (LAYER_META if heads.kind == PAPER else META)
+    if heads.kind == LOGIT_LENS or not meta_file.is_file():
         raise ValueError(f"{folder} has no trained exit heads to store an exit-layer set with "
-                         f"(train them with python -m cli.train_exit_heads)")
+                         f"(train them with python -m cli.train_layer_heads)")
+    meta = json.loads(meta_file.read_text())
     meta.update(exit_layers=sorted(layers), exit_layers_measured=measured)
-    (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
-    heads_for(lm).exit_layers = tuple(sorted(layers))
-    return folder / META
+    meta_file.write_text(json.dumps(meta, indent=2) + "\n")
+    heads.exit_layers = tuple(sorted(layers))
+    return meta_file
 
 
 def token_order(ids: list[int], vocab_size: int) -> torch.Tensor:
@@ -180,11 +189,19 @@ def exit_vocab(lm: CausalLM, size: int) -> torch.Tensor | None:
 
 
 _VOCABS: "weakref.WeakKeyDictionary[CausalLM, dict[int, torch.Tensor]]" = weakref.WeakKeyDictionary()
-_LOADED: "weakref.WeakKeyDictionary[CausalLM, ExitHeads]" = weakref.WeakKeyDictionary()
+_LOADED: "weakref.WeakKeyDictionary[CausalLM, dict[str, ExitHeads | LayerHeads]]" = weakref.WeakKeyDictionary()
+HEAD_KINDS = (PAPER, "shared", "lens")  # the SpecBound knob `exit_heads`
 
 
-def heads_for(lm: CausalLM) -> ExitHeads:
-    """Load once per model object; heads are shared read-only like the model's weights."""
-    if lm not in _LOADED:
-        _LOADED[lm] = load_heads(lm)
-    return _LOADED[lm]
+def heads_for(lm: CausalLM, kind: str = PAPER) -> AnyHeads:
+    """Load once per model object and kind; heads are shared read-only like the model's weights. paper: the
+    per-layer heads (core/layer_heads.py) when this model has them, else as shared; shared: the adapters
+    over the model's own final norm and LM head when trained, else the logit lens; lens: the logit lens."""
+    if kind not in HEAD_KINDS:
+        raise ValueError(f"exit heads must be one of {', '.join(HEAD_KINDS)} (got {kind!r})")
+    known = _LOADED.setdefault(lm, {})
+    if kind not in known:
+        folder = heads_dir(lm.name)
+        paper = load_layer_heads(lm, folder) if kind == PAPER and matches(lm, read_layer_meta(folder)) else None
+        known[kind] = paper or (logit_lens(lm) if kind == "lens" else load_heads(lm))
+    return known[kind]

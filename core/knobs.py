@@ -81,7 +81,7 @@ class Knob:
         if not math.isfinite(value):
             raise ValueError(f"{self.label} must be a finite number in {self.range_text()} (got {value})")
         if self.kind is int and value != int(value):
-            raise ValueError(f"{self.label} must be a whole number (got {value:g})")
+            raise ValueError(f"{self.label} must be a whole number in {self.range_text()} (got {value:g})")
         lo, hi = (self.page_min, self.page_max) if page else (self.minimum, self.maximum)
         low_ok = lo is None or (value > lo if self.open_low and lo == self.minimum else value >= lo)
         if not low_ok or (hi is not None and value > hi):
@@ -142,6 +142,16 @@ EXIT_LAYERS = Knob("exit_layers", "exit layers", str, "all", "layers with an exi
                    + OURS + "); all: every layer from ℓ_min (the paper); stored: the set stored with the heads, "
                    "measured fastest on held-out prompts (every layer where there is none)", slider=False)
 
+EXIT_HEADS = Knob("exit_heads", "exit heads", str, "paper", "what a check reads: paper, a light LM head of its own "
+                  "per layer over its most frequent tokens (the paper's kind; the shared heads where a model has none); "
+                  "shared, adapters over the model's own final norm and LM head; lens, the logit lens", slider=False,
+                  link="heads")
+
+SELF_LAYER = Knob("self_layer", "ℓ_self (self-draft layer)", int, 4, "drafter self: the target drafts with its first "
+                  "ℓ_self layers and the exit head after that layer; 1 ≤ ℓ_self ≤ L − 1 (" + OURS + ")", 1, None,
+                  ui_max=64, link="sl", page_help="The target drafts with its own first ℓ_self layers and the exit "
+                  f"head there; its verification reuses those layers' K/V ({OURS}).")
+
 TEMPERATURE = Knob("temperature", "temperature", float, 0.0, "0 = greedy (the output must equal plain decoding); > 0 "
                    "samples, still exactly the target's distribution", 0, None, step=0.05, ui_max=2.0, link="temp")
 TOP_P = Knob("top_p", "top-p", float, 1.0, "nucleus sampling mass", 0, 1, open_low=True, step=0.01, slider=False)
@@ -154,10 +164,11 @@ METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
     "chain": (GAMMA,),
     "static": (N, K, DEPTH, SHAPE_T, AUTO),
     "talon": (N, K, MU, K_INIT, SHAPE_T, AUTO),
-    "specbound": (ALPHA, TAU_EXIT, D_MAX, W_MAX, MIN_EXIT, EXIT_LAYERS, EXIT_VOCAB),
+    "specbound": (ALPHA, TAU_EXIT, D_MAX, W_MAX, MIN_EXIT, EXIT_LAYERS, EXIT_VOCAB, EXIT_HEADS),
 }
+DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,)}  # knobs a drafter reads (core/drafter_loading.py)
 SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
-ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in METHOD_KNOBS.values() for k in ks}
+ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in (*METHOD_KNOBS.values(), *DRAFTER_KNOBS.values()) for k in ks}
 
 # Named settings. paper: the papers' (= the declared defaults; SpecBound checks at every layer from the first
 # over the whole vocabulary; its α, τ_exit, d_max and w_max are ours, since the paper gives none: they are
@@ -209,6 +220,12 @@ def preset_knobs(name: str) -> dict:
     if name not in PRESETS:
         raise ValueError(f"unknown preset '{name}' (choose from {', '.join(PRESETS)})")
     return dict(PRESETS[name])
+
+
+def drafter_options(drafter: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The knobs a drafter reads as given, the declared default where not: the drafter checks them against the
+    model it drafts for (e.g. ℓ_self against the target's L, core/self_drafter.py)."""
+    return {k.name: given[k.name] if given.get(k.name) is not None else k.default for k in DRAFTER_KNOBS.get(drafter, ())}
 
 
 def defaults(method: str) -> dict[str, Any]:

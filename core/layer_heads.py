@@ -73,12 +73,13 @@ class LayerHeads(torch.nn.Module):
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm[i]  # (T, d)
         return torch.addmm(self.bias[i, :k], x, self.weight[i, :k].T)  # (T, k)
 
-    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: int | torch.Tensor | None = None) -> torch.Tensor:
-        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the head's rows (or its V_exit first rows when `vocab` is a
-        size). At ℓ = L the model's own head, whole."""
+    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
+        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the head's rows. `vocab` (the V_exit most frequent ids of the
+        same training text, core/exit_heads.exit_vocab) keeps only the first V_exit rows, which are those ids.
+        At ℓ = L the model's own head, whole."""
         if layer >= self.num_layers:
             return lm.head(h)
-        k = min(vocab, self.vocab_size) if isinstance(vocab, int) and vocab > 0 else self.vocab_size
+        k = self.vocab_size if vocab is None else min(len(vocab), self.vocab_size)
         out = torch.full((h.shape[0], lm.vocab_size), -math.inf, device=h.device)  # (T, V)
         out[:, self.ids[:k]] = self.small_logits(layer, h, k)
         return out

@@ -11,6 +11,7 @@ positions), so the verification stays exact.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +19,7 @@ import torch
 from core.draft_tree import DraftTree
 from core.drafters import node_mask
 from core.kv_cache import KVCache
+from core.exit_heads import ExitHeads
 from core.layer_heads import LayerHeads
 from core.model import CausalLM, causal_mask
 from core.trace import ROOT
@@ -33,12 +35,17 @@ class Shallow:
     v: torch.Tensor  # (ℓ, H_kv, len(rows), D)
 
 
-def check_self_layer(layer: int, num_layers: int) -> int:
-    """ℓ must leave at least one layer for the verification to add: 1 ≤ ℓ ≤ L − 1."""
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= num_layers - 1:
-        raise ValueError(f"self_layer (ℓ, the layers the target drafts with) must be a whole number between 1 and "
-                         f"L − 1 = {num_layers - 1} for this model (got {layer!r})")
-    return layer
+def check_self_layer(layer: object, num_layers: int) -> int:
+    """ℓ must leave at least one layer for the verification to add: a whole number with 1 ≤ ℓ ≤ L − 1."""
+    try:
+        value = float(layer)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(layer, bool) or not value.is_integer() or not 1 <= value <= num_layers - 1:
+        raise ValueError(f"self_layer (ℓ_self, the layers the target drafts with) must be a whole number from 1 to "
+                         f"L − 1 = {num_layers - 1} for this model (got {value:g})" if math.isfinite(value) else
+                         f"self_layer (ℓ_self) must be a whole number from 1 to L − 1 = {num_layers - 1} (got {layer!r})")
+    return int(value)
 
 
 class SelfDrafter:
@@ -46,23 +53,17 @@ class SelfDrafter:
     taps: tuple[int, ...] = ()
     runs_model = True
 
-    def __init__(self, target: CausalLM, heads: LayerHeads | None, layer: int) -> None:
+    def __init__(self, target: CausalLM, heads: "ExitHeads | LayerHeads", layer: int) -> None:
         self.target, self.heads = target, heads
         self.layer = check_self_layer(layer, target.num_layers)
         self.cache: KVCache | None = None
 
     @property
-    def exit_kind(self) -> str:
-        return self.heads.kind if self.heads is not None else "logit-lens"
-
-    @property
     def identity(self) -> str:
-        return f"{self.name}:{self.target.name}:{self.layer}:{self.exit_kind}"
+        return f"{self.name}:{self.target.name}:{self.layer}:{self.heads.kind}"
 
     def _logits(self, h: torch.Tensor) -> torch.Tensor:
-        """(F, d) after layer ℓ -> (F, V) fp32: the head's rows, −inf elsewhere (the lens: every token)."""
-        if self.heads is None:
-            return self.target.head(h)
+        """(F, d) after layer ℓ -> (F, V) fp32: a per-layer head's rows, −inf elsewhere (the lens: every token)."""
         return self.heads.logits(self.target, self.layer, h)
 
     def _run(self, tokens: list[int], positions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

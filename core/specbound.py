@@ -26,7 +26,8 @@ import torch
 from core import knobs
 from core.act import head_cost_layers
 from core.engine import Session, Timer
-from core.exit_heads import ExitHeads, exit_vocab, heads_for
+from core.exit_heads import HEAD_KINDS, ExitHeads, exit_vocab, heads_for
+from core.layer_heads import LayerHeads
 from core.sampling import probs
 from core.specbound_block import Block, VerifyPass, staggered_verify
 from core.specbound_display import fill_unchecked
@@ -54,26 +55,30 @@ class SpecBoundMethod:
     d_max: int = knobs.D_MAX.default  # clamped to L
     w_max: int | None = knobs.W_MAX.default  # None = unbounded
     min_exit_layer: int = knobs.MIN_EXIT.default
-    heads: ExitHeads | None = None  # None: the target's trained heads, else the logit lens
+    heads: ExitHeads | LayerHeads | None = None  # None: the target's heads of kind `exit_heads`
     propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
     exit_layers: ExitLayers = knobs.EXIT_LAYERS.default
     record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
     record_layers: bool = False  # also read the exit heads at layers without a check, for the page only
     # (core/specbound_display.py; build_specbound_method turns it on with record_raw)
     exit_vocab: int = knobs.EXIT_VOCAB.default  # V_exit: checks over the most frequent tokens only (0: all)
+    exit_heads: str = knobs.EXIT_HEADS.default  # paper | shared | lens (core/exit_heads.heads_for)
     name: str = "specbound"
     needs_draft: bool = False
     scratch: int = 4
 
     def prepare(self, s: Session) -> None:
         """Before the first timed step: one check's cost in layers (measured once per model and V_exit)."""
-        head_cost_layers(s.target, self.heads or heads_for(s.target), self.exit_vocab)
+        head_cost_layers(s.target, self.heads_of(s.target), self.exit_vocab)
+
+    def heads_of(self, lm) -> ExitHeads | LayerHeads:
+        return self.heads or heads_for(lm, self.exit_heads)
 
     def plan(self, s: Session) -> DraftPlan:
         """This step's bounds and checks (d_max clamped to L, ℓ_min to d_max; w_max to the length budget,
         keeping room for the bonus token)."""
         lm = s.target
-        heads = self.heads or heads_for(lm)
+        heads = self.heads_of(lm)
         d_max = min(self.d_max, lm.num_layers)
         checks = check_layers(self.exit_layers, heads.exit_layers, min(self.min_exit_layer, d_max), d_max)
         w_limit = min(self.w_max or math.inf, s.remaining - 1)
@@ -136,7 +141,8 @@ class SpecBoundMethod:
             layers_computed=computed, layers_full_equivalent=tau * L, compute_saved=1 - computed / max(1, tau * L),
             head_evals=block.head_evals, head_cost_layers=h_cost, kv_propagated=block.propagated,
             verify_from_layer=passed.from_layer, residual=residual,
-            exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max)
+            exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
+            layers_redone=sum(e - x for e, x in zip(block.depth, block.exact_depth)))
 
 
 def parse_exit_layers(text: str) -> ExitLayers:
@@ -158,8 +164,11 @@ def build_specbound_method(record_raw: bool = True, **given) -> SpecBoundMethod:
     """A SpecBound method from its declared knobs (core/knobs.py, and a `preset` of them), each checked with a
     user-facing message. d_max above L means L; w_max = 0 means unbounded. Other methods' knobs are ignored."""
     k = knobs.resolve("specbound", given)
+    if k["exit_heads"] not in HEAD_KINDS:
+        raise ValueError(f"exit heads must be one of {', '.join(HEAD_KINDS)} (got {k['exit_heads']!r})")
     if k["min_exit_layer"] > k["d_max"]:
         raise ValueError(f"the lowest exit layer ℓ_min ({k['min_exit_layer']}) must be <= d_max ({k['d_max']})")
     return SpecBoundMethod(alpha=k["alpha"], tau_exit=k["tau_exit"], d_max=k["d_max"], w_max=k["w_max"] or None,
                            min_exit_layer=k["min_exit_layer"], exit_layers=parse_exit_layers(k["exit_layers"] or "all"),
-                           record_raw=bool(record_raw), record_layers=bool(record_raw), exit_vocab=k["exit_vocab"])
+                           record_raw=bool(record_raw), record_layers=bool(record_raw), exit_vocab=k["exit_vocab"],
+                           exit_heads=k["exit_heads"])

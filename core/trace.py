@@ -110,7 +110,7 @@ class SpecBoundStep:
     d_max: int
     w_max: int
     min_exit_layer: int
-    heads: str  # trained | logit-lens
+    heads: str  # paper (per-layer heads) | trained (shared-head adapters) | logit-lens
     num_layers: int  # L
     exit_layers: list[int] = field(default_factory=list)  # layers with an exit check
     layers_draft: int = 0  # layer passes spent drafting
@@ -126,6 +126,8 @@ class SpecBoundStep:
     exit_vocab: int | None = None  # V_exit the checks scored (their softmax is over these tokens, but for layer
     # L's); 0: the whole vocabulary; None: not recorded (older exports)
     d_max_asked: int = 0  # the d_max knob as given (d_max above is clamped to L); 0 in older exports
+    layers_redone: int = 0  # drafted layer passes the verification ran again (a shallower exit before them left
+    # their deeper K/V inexact: Σ_j e_j − x_j); 0 in older exports
 
 
 @dataclass
