@@ -60,7 +60,8 @@ def test_a_new_knob_gets_its_share_link_from_its_link_name():
 def test_a_new_drafter_reaches_the_cli_the_page_and_a_session(monkeypatch, target):
     from ui import share, view_specs
     spec = drafter_loading.DrafterSpec("bigram", "bigram (pairs in the text)",
-                                       lambda t, w, d: lambda: LookupDrafter(t.vocab_size, max_ngram=1, name="bigram"))
+                                       lambda t, w, d, options: lambda: LookupDrafter(t.vocab_size, max_ngram=1,
+                                                                                          name="bigram"))
     monkeypatch.setitem(drafter_loading.REGISTRY, "bigram", spec)
     assert "bigram" in drafter_loading.offered_drafters() and "bigram" in share.drafters()
     assert ("bigram (pairs in the text)", "bigram") in view_specs.drafter_choices()

@@ -25,8 +25,10 @@ from core.drafters import LookupDrafter, ModelDrafter
 from core.eagle3_drafter import EagleDrafter
 from core.eagle3_io import load_head
 from core.engine import Session
+from core.exit_heads import logit_lens
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs
+from core.self_drafter import SelfDrafter
 from core.verify import TreeVerdict
 from tests import test_specbound, test_tree_sampling
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue, exact_first_token, first_token_counts
@@ -159,11 +161,11 @@ def same_seed_setup(tmp_path_factory):
     head = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype)
     draft = tiny_lm("llama", seed=7, num_hidden_layers=1)
     drafters = {"model": lambda: ModelDrafter(draft), "eagle3": lambda: EagleDrafter(head, target),
-                "lookup": lambda: LookupDrafter(target.vocab_size)}
+                "lookup": lambda: LookupDrafter(target.vocab_size), "self": lambda: SelfDrafter(target, logit_lens(target), 2)}
     return target, drafters
 
 
-@pytest.mark.parametrize("drafter", ["model", "eagle3", "lookup"])
+@pytest.mark.parametrize("drafter", ["model", "eagle3", "lookup", "self"])
 def test_the_same_seed_gives_sampled_ar_text_on_every_tree_method(same_seed_setup, drafter):
     target, drafters = same_seed_setup
     prompts = ([5, 17, 33, 8], [9, 9, 40, 2, 11, 30, 7, 9, 9, 40])
@@ -181,7 +183,7 @@ def test_the_same_seed_gives_sampled_ar_text_on_every_tree_method(same_seed_setu
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("drafter", ["model", "eagle3", "lookup"])
+@pytest.mark.parametrize("drafter", ["model", "eagle3", "lookup", "self"])
 def test_the_same_seed_gives_sampled_ar_text_on_the_embedded_pair(target, heldout_prompts, drafter):
     make = drafter_factory(drafter, target)
     accepted = 0
