@@ -68,6 +68,9 @@ def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, r
     pos = torch.tensor([32], device=lm.device)
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
     L, mid = lm.num_layers, max(1, lm.num_layers // 2)  # any layer below L costs the same
+    for _ in range(2):  # first calls allocate (a head's row gather, the LM head's buffers): not what a check costs
+        lm.forward_layers(h, pos, cache, 32, mask, 0, L)
+        heads.logits(lm, mid, h, vocab)
     t_pass = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, L), reps)
     t_check = median_ms(lambda: (lm.forward_layers(h, pos, cache, 32, mask, 0, L), heads.logits(lm, mid, h, vocab)), reps)
     t_alone = median_ms(lambda: heads.logits(lm, mid, h, vocab), reps)  # a floor where the difference is noise
