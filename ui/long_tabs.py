@@ -19,7 +19,7 @@ LONG = dict(concurrency_id="long", concurrency_limit=1)  # Compare, Tune, cost c
 # in their own group so a Step never queues behind them (they also pause between steps: ui/priority.py)
 COMPARE_INPUTS = ("prompt", "max_new_tokens", "temperature", "target", "draft", "drafter", "trees", "chat")
 TUNE_INPUTS = ("kind", "x_values", "y_values", "n_prompts", "max_new_tokens", "target", "draft", "drafter", "chat",
-               "fixed")
+               "fixed", "vllm_version")
 COST_INPUTS = ("run", "target", "draft", "drafter")
 
 
@@ -69,6 +69,10 @@ def tune_tab(models: dict, talon_run: gr.State) -> dict:
         c["n_prompts"] = gr.Slider(1, 5, value=3, step=1, label="prompts", elem_id="tune-prompts")
         c["max_new_tokens"] = gr.Slider(8, 64, value=32, step=1, label="max new tokens", elem_id="tune-max-new")
         c["drafter"] = drafter_input("tune-drafter")
+        c["vllm_version"] = gr.Textbox("", label="vLLM version (optional)", placeholder="e.g. 0.11.2",
+                                       elem_id="tune-vllm-version", min_width=140,
+                                       info="a chain sweep's vLLM settings are for this release; empty: the one "
+                                            "they were checked against (named under the settings)")
         with gr.Column(min_width=160):
             go = gr.Button("Run sweep", variant="primary", elem_id="tune-run")
             stop = gr.Button("Cancel", elem_id="tune-cancel")

@@ -126,9 +126,10 @@ def tune_label(g, cfg, n: int, held: str) -> str:
 @friendly
 def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_new_tokens: int = 32,
               target: str = "embedded", draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, chat: str = "auto",
-              fixed: str = "", request: gr.Request = None):
+              fixed: str = "", vllm_version: str = "", request: gr.Request = None):
     """A generator like run_compare: the estimate, then both heatmaps and the ranking after each cell.
-    `fixed`: the knobs held, 'K = 2, T_shape = 0.5' (empty: the sweep's own, ui/sweeps.py)."""
+    `fixed`: the knobs held, 'K = 2, T_shape = 0.5' (empty: the sweep's own, ui/sweeps.py); `vllm_version`: the
+    vLLM release a chain's settings are for (empty: the one they were checked against)."""
     n = int(n_prompts)
     if not 1 <= n <= 5:
         raise ValueError("use between 1 and 5 prompts")
@@ -147,7 +148,10 @@ def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_n
                 "summary": ranking_html(res.ranked(), res.few, MIN_RANK_TOKENS, held, SPREAD_NOTE)}
 
     def flags(res) -> str:
-        lines = server_settings(res, cfg.drafter, cfg.draft)
+        try:
+            lines = server_settings(res, cfg.drafter, cfg.draft, vllm_version or "")
+        except ValueError as exc:  # a vLLM version that is not one: the sweep's results stay
+            lines = [str(exc)]
         return f'<pre class="ss-flags">{esc(chr(10).join(lines))}</pre>' if lines else ""
 
     yield from long_run(job, session_key(request, "tune"), lambda check: sweep(g, prompts, cfg, check), shown,

@@ -211,8 +211,12 @@ def compat_html(r: CompatReadout) -> str:
     acceptance is implausibly low for a head (what vLLM and SGLang users check by hand)."""
     if not r.steps:
         return ""
-    accs = " · ".join(f"d={d}: {num(a, '.0%')} of {n}" for d, (a, n) in enumerate(zip(r.acceptance, r.reached)))
-    parts = [f"acceptance by draft position (of the steps whose tree reached it): {accs}"]
+    accs = " · ".join(f"d={d}: {num(a, '.0%')} of {num(n, 'd')}" for d, (a, n) in enumerate(zip(r.acceptance, r.reached)))
+    beyond = len(r.drafted) - len(r.reached)
+    if beyond > 0:
+        accs += f" · d={len(r.reached)}–{len(r.drafted) - 1}: drafted, but no step's target got that far"
+    parts = [f"acceptance by draft position (of the steps whose target got to it: every earlier position "
+             f"accepted): {accs}"]
     if r.head:
         h = r.head
         taps = ",".join(map(str, h.get("taps") or [])) or "?"
@@ -220,7 +224,12 @@ def compat_html(r: CompatReadout) -> str:
                         f"draft vocabulary {num(h.get('draft_vocab'), 'd')} of {num(h.get('vocab'), 'd')}")
     if r.coverage is not None:
         parts.append(f"the draft vocabulary holds {num(r.coverage, '.0%')} of the committed text")
-    warn = f'<div class="ss-alert" role="alert">⚠ {esc(r.warning)}</div>' if r.warning else ""
+    elif r.head:
+        parts.append("the draft vocabulary's coverage of the text: not recorded for this run")
+    warnings = [r.warning] if r.warning else []
+    if r.head and isinstance(r.head.get("warnings"), (list, tuple)):
+        warnings += [f"the head loaded with a warning: {w}" for w in r.head["warnings"]]
+    warn = "".join(f'<div class="ss-alert" role="alert">⚠ {esc(w)}</div>' for w in warnings)
     return f'<div class="ss-note ss-compat">{"<br>".join(parts)}</div>{warn}'
 
 
