@@ -35,7 +35,8 @@ def test_static_side_by_side_leaves_the_session_text_alone():
     assert run.shadows[0].method == "static" and run.shadows[0].context_len == run.traces[0].context_len
     assert n_nodes(static) == len(run.shadows[0].nodes) <= 16
     assert [t.name for t in scatter.data][:2] == ["talon", "static (same prefix)"]
-    assert "lossless check: output equals plain decoding ✓" in stats
+    assert "lossless check ✓" in stats and "output equals plain greedy decoding" in stats
+    assert stats.count("equals plain") == 1  # issue 34, item 4: the lossless line says it once
 
 
 def test_replay_redraws_stored_steps_without_stepping():

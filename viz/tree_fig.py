@@ -21,12 +21,14 @@ LEVEL_PX = 62  # vertical room per depth: a two-line level label and a token lab
 class Reveal:
     """How much of a step a picture shows (the walk's stages, viz/walk.py): the tree grown down to `depth`
     (-1: the root alone), the target's verdicts only once it has verified, the bonus token only once it is
-    chosen, and rings around the drafted nodes a stage is about. Drawn on the whole tree's layout, so nodes
+    chosen, rings around the drafted nodes a stage is about, and the draft's q against the target's p written
+    beside the nodes in `compare` (where verification rejected). Drawn on the whole tree's layout, so nodes
     keep their places from stage to stage."""
     depth: int = 1 << 30
     verdicts: bool = True
     bonus: bool = True
     focus: tuple[int, ...] = ()
+    compare: tuple[int, ...] = ()
 
 
 WHOLE = Reveal()
@@ -123,6 +125,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     _draw_edges(fig, g, pos, trace, reveal.verdicts)
     _draw_nodes(fig, g, pos, trace, choices, labels_all, reveal)
     _draw_focus(fig, pos, trace, reveal.focus)
+    _draw_compare(fig, pos, trace, reveal.compare)
     if reveal.bonus:
         _draw_bonus(fig, pos, trace)
     levels = sorted({level for _, level in pos.values()})
@@ -178,6 +181,20 @@ def _draw_focus(fig: go.Figure, pos: dict, trace: StepTrace, focus: tuple[int, .
                                  hoverinfo="skip", name=STATUS_LABELS["focus"], meta="focus",
                                  marker=dict(size=30, symbol="circle-open", color=STATUS_COLORS["focus"],
                                              line=dict(width=2.5))))
+
+
+def _draw_compare(fig: go.Figure, pos: dict, trace: StepTrace, nodes: tuple[int, ...]) -> None:
+    """'q = 0.62 vs p = 0.03' beside each node the target judged and rejected: why the walk stopped there."""
+    for i in nodes:
+        key = node_key(i)
+        if not (0 <= i < len(trace.nodes)) or key not in pos or trace.nodes[i].p is None:
+            continue
+        n = trace.nodes[i]
+        fig.add_annotation(x=pos[key][0], y=pos[key][1], ax=28, ay=-34, showarrow=True, arrowhead=2, arrowwidth=1.5,
+                           arrowcolor=STATUS_COLORS["rejected"], font=dict(size=11, color=STATUS_COLORS["rejected"]),
+                           bgcolor="rgba(255,255,255,0.85)", bordercolor=STATUS_COLORS["rejected"], borderpad=2,
+                           text=f"{short(n.text, 8)}: draft q = {n.q:.2f} vs target p = {n.p:.2f}",
+                           name="p vs q")
 
 
 def _point(trace: StepTrace, v, choices: dict, labels_all: bool, reveal: Reveal) -> tuple[float, str, str]:
