@@ -97,7 +97,7 @@ def test_a_nemo_head_with_its_vocabulary_maps_outside_model_is_still_nemo(target
     assert head.info.dialect == "NeMo" and "NeMo `model.` prefix dropped" in head.info.notes
     ours, theirs = head.state_dict(), reference.state_dict()
     assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
-    save_file({**moved, "norm.weight": moved["model.norm.weight"]}, folder / "model.safetensors")
+    save_file({**moved, "norm.weight": moved["model.norm.weight"].clone()}, folder / "model.safetensors")
     from core.head_info import HeadLoadError
     with pytest.raises(HeadLoadError, match="both model.norm.weight and norm.weight"):
         load(target, folder)

@@ -109,7 +109,7 @@ def test_the_printed_settings_say_the_root_is_counted_and_never_set_an_accept_th
     from core.server_flags import NEVER, chain_lines
     lines = static_lines("static", 12, 2, 8, "eagle3", "HEAD_ID") + chain_lines("chain", 3, "eagle3", "HEAD_ID")
     text = "\n".join(lines)
-    assert "counts the root" in text and "11 drafted + 1" in text
+    assert "counts the root" in text and "12 drafted + 1" in text
     assert not any(flag in text for flag in NEVER) and "accept-threshold" not in text
 
 
