@@ -80,6 +80,11 @@ def prompt_html(parts: list[tuple[str, bool]]) -> str:
             f'{hidden}</details>' + "".join(span(t, tmpl) for t, tmpl in tail if t))
 
 
+KINDS = {"counted": "counted", "measured": "measured", "modelled": "modelled"}  # which kind each number is
+KINDS_NOTE = ("Three speed numbers, two kinds: <b>measured</b> ones were timed on this machine (the speed-up over "
+              "AR is the one to quote); <b>modelled</b> ones are computed from τ, δ and c, the papers' R assuming "
+              "a verification costs one target forward whatever its size, the other with this machine's measured "
+              "cost of verifying that many tokens.")
 NOISE_NOTE = ("Timings come from this machine, which may be shared with other visitors and programs: they are "
               "noisy, so read the speed-up with its range and re-measure when in doubt.")
 
@@ -101,14 +106,17 @@ def stats_html(s: RunStats) -> str:
         check = f'<span class="ss-ok">lossless check ✓</span> <small>{esc(s.lossless_note)}</small>'  # the note says what
     else:
         check = f'<span class="ss-bad">lossless check: ✗ {esc(s.lossless_note)}</span>'
-    rows = [("steps", num(s.steps, "d"), TIPS["steps"]), ("tokens", num(s.tokens, "d"), TIPS["tokens"]),
-            ("MAT (mean τ)", num(s.mat), TIPS["MAT"]), ("mean δ", num(s.mean_delta), TIPS["δ"]),
-            ("tokens/s", num(s.tok_s, ".1f"), TIPS["tok/s"]), ("c = T_q/T_p", num(s.c, ".3f"), TIPS["c"]),
-            ("modelled R = τ/(1+cδ)", num(s.R, ".2f", "×"), TIPS["R"]),
-            ("R on this machine's cost curve", num(s.R_curve, ".2f", "×"), TIPS["R_curve"]),
-            ("measured speed-up over AR", speedup_text(s), TIPS["speedup"])]
-    cells = "".join(f'<div class="ss-stat" title="{esc(tip)}"><div class="ss-k">{k}</div><div class="ss-v">{v}</div>'
-                    f'</div>' for k, v, tip in rows)
+    rows = [("steps", num(s.steps, "d"), TIPS["steps"], "counted"),
+            ("tokens", num(s.tokens, "d"), TIPS["tokens"], "counted"),
+            ("MAT (mean τ)", num(s.mat), TIPS["MAT"], "counted"), ("mean δ", num(s.mean_delta), TIPS["δ"], "counted"),
+            ("tokens/s", num(s.tok_s, ".1f"), TIPS["tok/s"], "measured"),
+            ("c = T_q/T_p", num(s.c, ".3f"), TIPS["c"], "measured"),
+            ("R = τ/(1+cδ), the papers' model", num(s.R, ".2f", "×"), TIPS["R"], "modelled"),
+            ("R with this machine's cost curve", num(s.R_curve, ".2f", "×"), TIPS["R_curve"], "modelled"),
+            ("speed-up over AR, timed here", speedup_text(s), TIPS["speedup"], "measured")]
+    cells = "".join(f'<div class="ss-stat ss-{kind}" title="{esc(tip)}"><div class="ss-k">'
+                    f'<span class="ss-kind">{KINDS[kind]}</span> {k}</div><div class="ss-v">{v}</div></div>'
+                    for k, v, tip, kind in rows)
     sp = s.spread
     if not s.timed_here:
         how = "Speed-up: not measured here — an imported trace was timed where it was exported."
@@ -122,7 +130,8 @@ def stats_html(s: RunStats) -> str:
                f"out.{spread} {esc(s.base_note)}.")
     notes = (f"<small>tokens/s: committed tokens over the summed wall time of this run's Step calls, the prompt's "
              f"prefill taken out. {how} {esc(s.c_note)}.</small>")
-    return (f'<div class="ss-stats">{cells}</div><div>{check}</div><div>{notes}</div>'
+    return (f'<div class="ss-stats">{cells}</div><div class="ss-note ss-kinds">{KINDS_NOTE}</div>'
+            f'<div>{check}</div><div>{notes}</div>'
             f'<div class="ss-note ss-noise">{NOISE_NOTE}</div>')
 
 

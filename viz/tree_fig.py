@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
 from viz.escape import esc
-from viz.text import wrap_title
+from viz.fig_top import stack_top
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
 from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
@@ -102,16 +102,15 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     `height` to trees shown side by side, so their levels line up; `reveal` draws only what a walk stage has
     done (on the whole tree's layout)."""
     fig = go.Figure()
-    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12),
-                      height=height or natural_height(trace), margin=dict(l=8, r=8, t=72, b=8),
-                      title=dict(text=wrap_title(title), x=0.01, font=dict(size=14)), showlegend=True,
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, font=dict(size=11)),  # above
-                      hoverlabel=dict(align="left"))
+    height = height or natural_height(trace)
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
+                      margin=dict(l=8, r=8, b=8), showlegend=True, hoverlabel=dict(align="left"))
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, autorange="reversed", fixedrange=True)
     if trace is None or not trace.nodes:
         note = "Press Step to draft a tree" if trace is None else "This step drafted nothing (autoregressive step)"
         fig.add_annotation(text=note, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+        stack_top(fig, title, height)
         return fig
     keep = {node_key(i) for i in trace.accepted_path}
     if trace.choices:
@@ -135,6 +134,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     xs = [x for x, _ in pos.values()]
     pad = max(0.9, 0.06 * (max(xs) - min(xs)))  # labels centred on the edge nodes stay inside
     fig.update_xaxes(range=[min(xs) - pad, max(xs) + pad])
+    stack_top(fig, title, height)  # the title, then the legend under it: never one over the other
     return fig
 
 
