@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from viz.text import wrap_title
 
-TITLE_LINE_PX = 19  # one line of a 14 px title
+TITLE_LINE_PX = 20  # one line of a 14 px title
 LEGEND_ROW_PX = 22  # one row of an 11 px legend
 PER_ROW = 3  # legend entries per row, each a third of the width: fits a 390 px phone
 GAP_PX = 6
@@ -33,8 +33,8 @@ def stack_top(fig: go.Figure, title: str, height: int) -> None:
     rows = math.ceil(legend_entries(fig) / PER_ROW)
     legend_px = LEGEND_ROW_PX * rows
     fig.update_layout(
-        title=dict(text=text, x=0.01, xanchor="left", y=1 - GAP_PX / height, yref="container", yanchor="top",
+        title=dict(text=text, x=0.01, xanchor="left", y=1, yref="container", yanchor="top", pad=dict(t=GAP_PX),
                    font=dict(size=14)),
         legend=dict(orientation="h", x=0, xanchor="left", y=1 - (title_px + GAP_PX) / height, yref="container",
-                    yanchor="top", entrywidth=1 / PER_ROW, entrywidthmode="fraction", font=dict(size=11)),
+                    yanchor="top", entrywidth=1 / PER_ROW, entrywidthmode="fraction", font=dict(size=10)),
         margin=dict(t=title_px + legend_px + 2 * GAP_PX + 8))

@@ -11,6 +11,11 @@ from core.trace import ROOT, StepTrace
 from viz.escape import esc
 from viz.fig_top import stack_top
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
+
+LEGEND = {  # the tree's legend: short, so three entries fit a row on a phone (the caption and hovers say more)
+    "accepted": "accepted", "rejected": "rejected", "unreached": "not reached", "pruned": "pruned",
+    "more": "folded (hover)", "drafted": "drafted", "focus": "this stage", "bonus": "bonus token",
+}
 from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
 LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, only the accepted path
@@ -92,7 +97,7 @@ def _level_tick(trace: StepTrace, depth: int, reveal: Reveal = WHOLE) -> str:
     head = f"<b>d={depth}</b> kept {lv.kept}/{lv.candidates}"
     if lv.anchor is None:
         return head
-    gate = "" if lv.gate is None else f" μ·m_d={lv.gate:.2g}"
+    gate = "" if lv.gate is None else f"<br>μ·m_d={lv.gate:.2g}"  # a line each: narrow, so a phone keeps its width
     return f"{head}<br>m_d={lv.anchor:.2g}{gate}"
 
 
@@ -178,7 +183,7 @@ def _draw_focus(fig: go.Figure, pos: dict, trace: StepTrace, focus: tuple[int, .
     keys = [node_key(i) for i in focus if 0 <= i < len(trace.nodes) and node_key(i) in pos]
     if keys:
         fig.add_trace(go.Scatter(x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers",
-                                 hoverinfo="skip", name=STATUS_LABELS["focus"], meta="focus",
+                                 hoverinfo="skip", name=LEGEND["focus"], meta="focus",
                                  marker=dict(size=30, symbol="circle-open", color=STATUS_COLORS["focus"],
                                              line=dict(width=2.5))))
 
@@ -232,7 +237,7 @@ def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, l
             x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers+text",
             text=[t for _, _, t in points], textposition="middle center" if group else "top center",
             textfont=dict(size=9 if group else 10), hovertext=[h for _, h, _ in points], hoverinfo="text",
-            name=STATUS_LABELS.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
+            name=LEGEND.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
             marker=dict(size=[z for z, _, _ in points], color=STATUS_COLORS[status], line=dict(width=1, color="white"),
                         symbol=STATUS_SYMBOLS[status]),
             meta=status,
@@ -251,7 +256,7 @@ def _draw_bonus(fig: go.Figure, pos: dict, trace: StepTrace) -> None:
     fig.add_trace(go.Scatter(x=[parent[0], x], y=[parent[1], y], mode="lines", showlegend=False,
                              line=dict(color=STATUS_COLORS["bonus"], width=2, dash="dot"), hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", text=[short(bonus.text, 14)],
-                             textposition="bottom center", name=STATUS_LABELS["bonus"], meta="bonus",
+                             textposition="bottom center", name=LEGEND["bonus"], meta="bonus",
                              marker=dict(size=16, symbol="star", color=STATUS_COLORS["bonus"]),
                              hovertext=[f"<b>{show_token(bonus.text)}</b>: the target's own token "
                                         f"(p = {bonus.p:.3f}), committed after the accepted drafts"],
