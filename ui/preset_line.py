@@ -56,6 +56,8 @@ def knobs_text(method: str, knobs: dict) -> str:
         v = knobs.get(k.name)
         if k.name == "auto":
             shown += ["auto"] if v else []
+        elif k.name == "exit_layers":
+            shown.append(f"exit layers {v}")
         elif v is not None:
             shown.append(f"{k.symbol}={v:g}" if isinstance(v, float) else f"{k.symbol}={v}")
     return " ".join(shown)
@@ -98,7 +100,7 @@ def speed_text(view: str, knobs: dict, run=None, path: Path = BENCH) -> str:
         sp, steps = own
         spread = "" if sp.lo is None else f", range {num(sp.lo)}–{num(sp.hi)}"
         return (f"measured on this machine: <b>{num(sp.value, '.2f', '×')}</b> over plain AR (this run, "
-                f"{num(steps, 'd')} steps{spread})")
+                f"{num(steps, 'd')} step{'s' * (steps != 1)}{spread})")
     entry = bench_entry(view, knobs, path)
     if entry is not None:
         here = entry["machine"] == fingerprint("cpu")

@@ -12,9 +12,9 @@ from viz.escape import esc
 from viz.fig_top import stack_top
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
 
-LEGEND = {  # the tree's legend: short, so three entries fit a row on a phone (the caption and hovers say more)
-    "accepted": "accepted", "rejected": "rejected", "unreached": "not reached", "pruned": "pruned",
-    "more": "folded (hover)", "drafted": "drafted", "focus": "this stage", "bonus": "bonus token",
+LEGEND = {  # the tree's legend: a word each, so three fit a row on a phone (the caption and hovers say more)
+    "accepted": "accepted", "rejected": "rejected", "unreached": "unjudged", "pruned": "pruned",
+    "more": "folded", "drafted": "drafted", "focus": "this stage", "bonus": "bonus",
 }
 from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
