@@ -92,6 +92,7 @@ def test_the_preview_invites_the_walk_and_the_first_step_moves_on(app):
     page = open_page(app)
     page.wait_for_selector("#talon-tree .scatterlayer .point", timeout=240_000)
     assert "preview" in page.locator("#talon-walk-note").text_content()
+    assert "PREVIEW" in page.locator("#talon-tree .annotation-text").all_text_contents()  # marked as one
     assert "ss-invite" in (page.locator("#talon-walk").get_attribute("class") or "")
     page.click("#talon-walk")  # the preview itself can be walked
     page.wait_for_selector("#talon-walk-text .ss-walk-say", timeout=60_000)
@@ -102,6 +103,10 @@ def test_the_preview_invites_the_walk_and_the_first_step_moves_on(app):
     page.wait_for_function(text_test("#talon-walk-note", "Your run · step 1 of 1"), timeout=30_000)
     assert "ss-invite" not in (page.locator("#talon-walk").get_attribute("class") or "")
     assert page.locator("#talon-walk-note .ss-walk-badge").is_visible()
+    # issue 34, item 3: the same step drawn again would look the same; the visitor's own has no watermark and
+    # says whose it is
+    assert "PREVIEW" not in page.locator("#talon-tree .annotation-text").all_text_contents()
+    assert "your run" in title(page)
     page.screenshot(path=str(page.shots / "walk_first_step.png"))
     page.close()
 
