@@ -159,6 +159,12 @@ def test_walk_keys_and_the_replay_keys_once_it_is_closed(app):
     page.click("#talon-walk-back")
     wait_stage(page, "talon", 1)
     assert "step 2" in title(page)  # the walk's keys did not replay steps
+    details = "#talon-walk-text details.ss-walk-more"
+    assert not page.locator(details).evaluate("d => d.open")  # a stage's numbers are folded under its lead
+    page.click("#talon-walk-text details.ss-walk-more summary")
+    page.click("#talon-walk-next")
+    wait_stage(page, "talon", 2)
+    page.wait_for_function(f"document.querySelector('{details}')?.open === true", timeout=10_000)  # stays open
     press(page, "Escape")
     page.wait_for_selector("#talon-walk-panel", state="hidden", timeout=30_000)
     press(page, "ArrowLeft")  # closed: ← replays the previous step again

@@ -110,13 +110,17 @@ def test_a_real_steps_numbers_equal_its_trace(talon_run):
     assert check_numbers(shadow, None) > 10  # the static tree walks on its own too
 
 
-def test_a_real_specbound_steps_numbers_and_unchecked_layers():
+@pytest.mark.parametrize("knobs", [{}, dict(tau_exit=0.2, alpha=0.0, d_max=12, w_max=4)], ids=["d_max", "w_max"])
+def test_a_real_specbound_steps_numbers_and_unchecked_layers(knobs):
     run = None
     for _ in range(2):
-        run = sb_step(run)["run"]
+        run = sb_step(run, **knobs)["run"]
     for t in run.traces:
         check_numbers(t, None)
         L = t.specbound.num_layers
+        verify = stage_figure(t, None, next(s for s in stages(t) if s.name == "Verification"), "x")
+        seg = next(tr for tr in verify.data if tr.meta == "verify")  # the one pass, drawn from the trace
+        assert min(seg.base) == t.specbound.verify_from_layer and all(b + y == L for b, y in zip(seg.base, seg.y))
         for e in t.exits:
             assert sorted(e.layers + e.unchecked_layers) == list(range(1, L + 1))  # every layer, once
         assert t.display_ms > 0 and t.step_ms > 0
