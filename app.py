@@ -22,6 +22,7 @@ from ui.importer import max_bytes
 from ui.limits import engine_concurrency, state_capacity, state_ttl_s, torch_threads
 from ui.gpu import remote
 from ui.models import EMBEDDED, model_box_info, pair_choices, preload
+from ui.preset_line import running_html, wire_running
 from ui.preview import PREVIEW
 from ui.run import forget
 from ui.link_step import share_link, wire_open
@@ -166,6 +167,8 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
     c: dict = {"run": run_state(), **models}
     c["prompt"], c["step"], c["play"], c["reset"] = prompt_row(spec.name)
     c.update(walk_block(spec.name))  # "Walk me through this step" and its panel (ui/walk.py)
+    defaults = {k.name: k.default for k in spec.knobs}
+    c["running"] = gr.HTML(running_html(spec.name, defaults), elem_id=f"{spec.name}-running", min_height=0)
     rows: dict[int, list] = {}
     for panel in spec.panels:
         rows.setdefault(panel.row, []).append(panel)
@@ -203,6 +206,7 @@ def stepping_tab(spec: ViewSpec, models: dict) -> dict:
         gr.Markdown("\n\n".join(spec.learn[1:]))
     wire_stepping(spec, c)
     wire_walk(spec, c)
+    wire_running(spec, c)  # which preset this is, and how fast it measured here (ui/preset_line.py)
     if spec.wire is not None:
         spec.wire(c)
     return c
@@ -242,7 +246,7 @@ def build_demo() -> gr.Blocks:
                 with gr.Tab(spec.title, id=spec.name):
                     views[spec.name] = stepping_tab(spec, {k: models[k] for k in ("target", "draft", "chat")})
             with gr.Tab("Compare", id="compare"):
-                compare = compare_tab(models)
+                compare = compare_tab(models, views)
             with gr.Tab("Tune", id="tune"):
                 tune = tune_tab(models, views["talon"]["run"])
         drafters = [views["talon"]["drafter"], compare["drafter"], tune["drafter"]]

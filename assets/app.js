@@ -2,7 +2,8 @@
 // 1. a knob typed out of range is clamped by the slider on blur without a word; say so, with the range;
 // 2. the figures are drawn with a light template; when the page is dark, recolour them to match;
 // 3. keyboard shortcuts: s = Step, p = Play/Pause, ← / → = replay the previous / next step; while a walk
-//    ("Walk me through this step") is open, ← / → go to its previous / next stage and Esc closes it.
+//    ("Walk me through this step") is open, ← / → go to its previous / next stage and Esc closes it;
+// 4. a walk stage's folded numbers stay open from stage to stage once opened (each stage is redrawn afresh).
 (() => {
   const DARK = { bg: "#111827", grid: "#374151", text: "#e5e7eb" };
 
@@ -56,7 +57,13 @@
     window.Plotly.relayout(gd, update);
   }
 
+  let walkMore = false;  // the visitor opened a stage's "How, in this step's numbers": keep it open
+  document.addEventListener("toggle", (e) => {
+    if (e.target.classList && e.target.classList.contains("ss-walk-more")) walkMore = e.target.open;
+  }, true);
+
   function hook(root) {
+    if (walkMore) root.querySelectorAll("details.ss-walk-more:not([open])").forEach((d) => { d.open = true; });
     for (const gd of root.querySelectorAll(".js-plotly-plot")) {
       if (!gd.dataset.ssHooked && typeof gd.on === "function") {
         gd.dataset.ssHooked = "1";

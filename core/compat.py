@@ -2,9 +2,11 @@
 make by hand when a published head drafts badly (wrong taps, another chat template, another revision of
 the target all fail silently: the output stays exact, only acceptance drops).
 
-- Acceptance by draft position d (0 = the first drafted token): of the steps whose tree reached depth d,
+- Acceptance by draft position d (0 = the first drafted token): of the steps that reached position d (the
+  tree had a node at depth d and the target accepted every position before it, so it judged one there),
   the share whose accepted path went through depth d. Later positions count fewer steps, so each share
-  comes with its count.
+  comes with its count; positions no step reached are left out (`drafted` still counts the steps whose
+  tree had them), never shown as 0% of the steps that drafted them.
 - The head's dialect, taps and the rule that chose them, its draft vocabulary (core.head_info.HeadInfo),
   and the share of the committed text the draft vocabulary holds: a token outside it can never be drafted.
 - A warning when position-0 acceptance is implausibly low for a head (< 30% over ≥ 20 steps).
@@ -29,8 +31,11 @@ class PositionTally:
     """Running sums over steps."""
     reached: list[int] = field(default_factory=list)  # [d]: steps whose tree had a node at depth d
     accepted: list[int] = field(default_factory=list)  # [d]: of those, steps that accepted a token at depth d
+    judged: list[int] = field(default_factory=list)  # [d]: steps the target reached position d in (a node at
+    # depth d, and positions 0..d-1 accepted): what acceptance at d is a share of
     committed: int = 0  # tokens the counted steps committed
-    in_vocab: int = 0  # of those, tokens inside the draft vocabulary
+    in_vocab: int = 0  # of the tokens committed by steps counted with a draft vocabulary, those inside it
+    vocab_committed: int = 0  # tokens committed by steps counted with a draft vocabulary
     vocab_known: bool = False  # a draft vocabulary was given with the steps
 
     def add(self, traces: Iterable[StepTrace], draft_vocab: Collection[int] | None = None) -> None:
@@ -38,37 +43,43 @@ class PositionTally:
         for t in traces:
             depth = max((n.depth for n in t.nodes), default=-1)
             for d in range(depth + 1):
-                if d == len(self.reached):
-                    self.reached.append(0)
-                    self.accepted.append(0)
+                self._grow(d + 1)
                 self.reached[d] += 1
+                self.judged[d] += len(t.accepted_path) >= d
                 self.accepted[d] += len(t.accepted_path) > d
             self.committed += len(t.committed_ids)
             if draft_vocab is not None:
                 self.vocab_known = True
+                self.vocab_committed += len(t.committed_ids)
                 self.in_vocab += sum(tok in draft_vocab for tok in t.committed_ids)
+
+    def _grow(self, n: int) -> None:
+        for counts in (self.reached, self.accepted, self.judged):
+            counts += [0] * (n - len(counts))
 
     def merge(self, other: "PositionTally") -> None:
         """Add another tally's counts (the page adds each engine call's steps to its run's tally)."""
+        self._grow(len(other.reached))
         for d in range(len(other.reached)):
-            if d == len(self.reached):
-                self.reached.append(0)
-                self.accepted.append(0)
             self.reached[d] += other.reached[d]
             self.accepted[d] += other.accepted[d]
+            self.judged[d] += other.judged[d]
         self.committed += other.committed
         self.in_vocab += other.in_vocab
+        self.vocab_committed += other.vocab_committed
         self.vocab_known = self.vocab_known or other.vocab_known
 
 
 @dataclass
 class CompatReadout:
     steps: int  # steps that drafted (a tree reached position 0)
-    acceptance: list[float]  # [d]: share of the steps whose tree reached position d that accepted it
-    reached: list[int]  # [d]: how many steps that share is over
+    acceptance: list[float]  # [d]: of the steps that reached position d, the share that accepted it
+    reached: list[int]  # [d]: how many steps that share is over: the target judged position d in them (> 0;
+    # the positions after the first that no step reached are left out)
     coverage: float | None  # share of the committed text inside the draft vocabulary (None: not known)
     head: dict | None = None  # HeadInfo.to_dict() of an EAGLE-3 head: dialect, taps, tap_rule, draft_vocab, ...
     warning: str | None = None
+    drafted: list[int] = field(default_factory=list)  # [d]: steps whose tree had a node at depth d
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,21 +95,25 @@ class CompatReadout:
         return "; ".join(parts)
 
 
-def readout(tally: PositionTally, head: dict | None = None) -> CompatReadout:
-    """The readout of a tally; `head` (an EAGLE-3 drafter's head_info()) enables the warning."""
-    acceptance = [a / n for a, n in zip(tally.accepted, tally.reached)]
+def readout(tally: PositionTally, head: dict | None = None, coverage: float | None = None) -> CompatReadout:
+    """The readout of a tally; `head` (an EAGLE-3 drafter's head_info()) enables the warning; `coverage`: the
+    share recorded elsewhere (an exported run's readout) when the tally saw no draft vocabulary."""
+    judged = [n for n in tally.judged if n]  # non-increasing in d: the positions some step reached
+    acceptance = [a / n for a, n in zip(tally.accepted, judged)]
     steps = tally.reached[0] if tally.reached else 0
-    coverage = tally.in_vocab / tally.committed if tally.vocab_known and tally.committed else None
+    if tally.vocab_known and tally.vocab_committed:
+        coverage = tally.in_vocab / tally.vocab_committed
     low = head is not None and steps >= WARN_MIN_STEPS and acceptance[0] < WARN_BELOW
-    return CompatReadout(steps, acceptance, list(tally.reached), coverage, head, WARNING if low else None)
+    return CompatReadout(steps, acceptance, judged, coverage, head, WARNING if low else None, list(tally.reached))
 
 
 def compat_readout(traces: Iterable[StepTrace], head: dict | None = None,
-                   draft_vocab: Collection[int] | None = None) -> CompatReadout:
-    """The readout of a run so far (its traces), for a drafter with `head` info and `draft_vocab`."""
+                   draft_vocab: Collection[int] | None = None, coverage: float | None = None) -> CompatReadout:
+    """The readout of a run so far (its traces), for a drafter with `head` info and `draft_vocab` (or, for an
+    imported run, the `coverage` its export recorded)."""
     tally = PositionTally()
     tally.add(traces, draft_vocab)
-    return readout(tally, head)
+    return readout(tally, head, coverage)
 
 
 def drafter_context(drafter) -> tuple[dict | None, Collection[int] | None]:

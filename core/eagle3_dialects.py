@@ -2,7 +2,7 @@
 
     dialect      how it is told apart                                   where the layer geometry is
     speculators  Eagle3Speculator / speculators_model_type / transformer_layer_config   transformer_layer_config
-    NeMo         LlamaEagle3*, or every tensor under `model.`            top level
+    NeMo         LlamaEagle3*, or `model.layers.*` tensors               top level
     ModelOpt     LlamaForCausalLMEagle3 with `layers.*` tensors          top level
     SpecForge    LlamaForCausalLMEagle3 with `midlayer.*` tensors        top level
     AngelSlim    Eagle3LlamaForCausalLM                                  top level
@@ -12,7 +12,8 @@ The geometry goes through transformers' own config class for its model_type (lla
 the defaults a release leaves out (speculators writes only what differs from them: a Qwen3 layer's
 head_dim of 128, a Llama layer's hidden_size of 4096) are the ones its publisher's code read. Taps by provenance (see head_info.TAP_RULES): top-level ids are hidden-state
 indices; ids under `eagle_config` follow SGLang's rule. Flags that change the function and are not
-implemented are refused by name; keys that do not are ignored.
+implemented are refused by name; keys nobody here knows are refused by name too, and the few known to be
+bookkeeping load with a warning (core/eagle3_keys.py).
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from core.eagle3 import EagleConfig
 from core.eagle3_layers import ATTN, MLP_LINEARS
-from core.eagle3_tensors import Tensors, canonical, vocab_maps
+from core.eagle3_keys import check_keys
+from core.eagle3_tensors import Tensors, canonical, nemo_names, vocab_maps
 from core.head_info import HeadInfo, HeadLoadError
 
 LAYER_TYPES = ("llama", "qwen3", "qwen2")
@@ -63,8 +65,7 @@ def detect(raw: dict, names: set[str]) -> str:
         if kind != "eagle3":
             raise HeadLoadError(f"it is a speculators '{kind}' model, not an EAGLE-3 head")
         return "speculators"
-    body = [n for n in names if n != "lm_head.weight"]
-    if arch.startswith("LlamaEagle3") or (body and all(n.startswith("model.") for n in body)):
+    if arch.startswith("LlamaEagle3") or nemo_names(names):
         return "NeMo"
     if arch == "LlamaForCausalLMEagle3":
         return "ModelOpt" if any(n.startswith("layers.") for n in names) else "SpecForge"
@@ -228,6 +229,7 @@ def read_head(raw: dict, state: dict[str, torch.Tensor]) -> HeadSpec:
     refused = refusals(raw, flat, dialect)
     if refused:
         raise HeadLoadError(f"it sets {'; '.join(refused)}: not implemented here")
+    warnings = check_keys(raw, flat, hf.model_type, dialect == "speculators")
     ids, rule, written = read_taps(raw)
     notes: list[str] = []
     if dialect == "AngelSlim":
@@ -240,5 +242,6 @@ def read_head(raw: dict, state: dict[str, torch.Tensor]) -> HeadSpec:
     check_sizes(cfg)
     vocab_maps(t, cfg.vocab_size, cfg.draft_vocab_size)
     info = HeadInfo(dialect=dialect, tap_rule=rule, draft_vocab=cfg.draft_vocab_size, vocab=cfg.vocab_size,
-                    layers=cfg.num_hidden_layers, config_ids=written, variants=variants(cfg), notes=tuple(t.notes + notes))
+                    layers=cfg.num_hidden_layers, config_ids=written, variants=variants(cfg), notes=tuple(t.notes + notes),
+                    warnings=tuple(warnings))
     return HeadSpec(cfg, t, info)

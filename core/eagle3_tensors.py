@@ -1,6 +1,7 @@
 """Published EAGLE-3 tensor names -> ours (core/eagle3.py), and what the names say about the head.
 
-    NeMo               every name under `model.` but lm_head      -> the prefix is dropped
+    NeMo               `model.layers.*` (and whatever else sits under `model.`) -> the prefix is dropped;
+                       lm_head, d2t and t2d may sit beside it at the top level
     SafeAILab, SpecForge, older AngelSlim   `midlayer.*`          -> kept
     speculators, ModelOpt, newer AngelSlim  `layers.0.*`          -> `midlayer.*`
                                             `layers.{i}.*`, i ≥ 1 -> `extra_layers.{i-1}.*` (plain decoder layers)
@@ -34,11 +35,22 @@ class Tensors:
     notes: list[str] = field(default_factory=list)
 
 
+def nemo_names(names) -> bool:
+    """NeMo's layout: its decoder layers under `model.`, whatever else sits at the top level (lm_head, and in
+    some exports d2t / t2d)."""
+    return any(k.startswith("model.layers.") for k in names)
+
+
 def _strip_nemo(state: dict) -> tuple[dict, bool]:
-    body = [k for k in state if k != "lm_head.weight"]
-    if body and all(k.startswith("model.") for k in body):
-        return {(k[len("model."):] if k.startswith("model.") else k): v for k, v in state.items()}, True
-    return state, False
+    if not nemo_names(state):
+        return state, False
+    out: dict = {}
+    for k, v in state.items():
+        name = k[len("model."):] if k.startswith("model.") else k
+        if name in out:
+            raise HeadLoadError(f"it carries both model.{name} and {name}: which one the head uses is not clear")
+        out[name] = v
+    return out, True
 
 
 def _rename_layers(state: dict) -> dict:

@@ -34,6 +34,8 @@ class HeadInfo:
     config_ids: tuple[int, ...] | None = None  # the ids as the config wrote them, before the rule
     variants: tuple[str, ...] = ()  # what changes the head's function, under its publishers' names
     notes: tuple[str, ...] = ()  # what was accepted quietly, ignored or derived
+    warnings: tuple[str, ...] = ()  # what was loaded but should be looked at (config keys ignored by name):
+    # the CLI's line and the page's compatibility readout show these
 
     def to_dict(self) -> dict:
         """A small JSON-able dict (for the trace export and the page)."""
@@ -52,4 +54,5 @@ class HeadInfo:
         parts = [f"{self.dialect} layout", self.taps_text(), vocab, f"{self.layers} layer{'s' * (self.layers > 1)}"]
         if self.variants:
             parts.append("variants: " + ", ".join(self.variants))
+        parts += [f"warning: {w}" for w in self.warnings]
         return "; ".join(parts)

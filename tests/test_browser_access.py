@@ -97,3 +97,33 @@ def test_dark_mode_token_text_is_readable(app):
                            "=== '#111827'", timeout=30_000)  # the figures follow the page into the dark
     page.screenshot(path=str(page.shots / "dark.png"))
     page.close()
+
+
+APART = """(sels) => sels.map((sel) => {
+  const fig = document.querySelector(sel);
+  const box = (s) => { const e = fig && fig.querySelector(s); return e ? e.getBoundingClientRect() : null; };
+  const t = box('.gtitle'), l = box('.legend'), svg = box('.main-svg');
+  if (!t || !l || !svg) return [sel, 'missing'];
+  const overlap = !(t.bottom <= l.top || l.bottom <= t.top || t.right <= l.left || l.right <= t.left);
+  const items = [...fig.querySelectorAll('.legend .traces text')].map((e) => e.getBoundingClientRect());
+  const outside = items.filter((r) => r.right > svg.right + 1 || r.left < svg.left - 1).length;
+  return [sel, overlap ? 'overlap' : outside ? 'outside' : t.top < svg.top - 1 ? 'cut' : 'ok'];
+})"""
+
+
+def test_tree_titles_and_legends_never_overlap_light_dark_and_on_a_phone(app):
+    """Issue 34, item 3: the legend was drawn over the tree titles (light and dark), and on a phone the walk's
+    title sat under the legend: for every tree figure, the title and the legend boxes are apart, the title is
+    not cut at the top, and every legend entry lies inside the figure."""
+    for width, height, scheme in ((390, 844, "light"), (1400, 1000, "dark"), (1400, 1000, "light")):
+        page = open_page(app, width, height, scheme=scheme)
+        page.wait_for_selector("#talon-tree .scatterlayer .point", timeout=240_000)
+        page.wait_for_selector("#static-tree .scatterlayer .point", timeout=120_000)
+        page.click("#talon-walk")
+        page.wait_for_selector("#talon-walk-fig .main-svg", timeout=60_000)
+        for _ in range(3):  # a stage with a level grown and its own title
+            page.click("#talon-walk-next")
+        page.wait_for_timeout(1500)
+        got = page.evaluate(APART, ["#talon-tree", "#static-tree", "#talon-walk-fig"])
+        assert all(state == "ok" for _, state in got), (width, scheme, got)
+        page.close()

@@ -92,6 +92,7 @@ def test_the_preview_invites_the_walk_and_the_first_step_moves_on(app):
     page = open_page(app)
     page.wait_for_selector("#talon-tree .scatterlayer .point", timeout=240_000)
     assert "preview" in page.locator("#talon-walk-note").text_content()
+    assert "PREVIEW" in page.locator("#talon-tree .annotation-text").all_text_contents()  # marked as one
     assert "ss-invite" in (page.locator("#talon-walk").get_attribute("class") or "")
     page.click("#talon-walk")  # the preview itself can be walked
     page.wait_for_selector("#talon-walk-text .ss-walk-say", timeout=60_000)
@@ -102,6 +103,10 @@ def test_the_preview_invites_the_walk_and_the_first_step_moves_on(app):
     page.wait_for_function(text_test("#talon-walk-note", "Your run · step 1 of 1"), timeout=30_000)
     assert "ss-invite" not in (page.locator("#talon-walk").get_attribute("class") or "")
     assert page.locator("#talon-walk-note .ss-walk-badge").is_visible()
+    # issue 34, item 3: the same step drawn again would look the same; the visitor's own has no watermark and
+    # says whose it is
+    assert "PREVIEW" not in page.locator("#talon-tree .annotation-text").all_text_contents()
+    assert "your run" in title(page)
     page.screenshot(path=str(page.shots / "walk_first_step.png"))
     page.close()
 
@@ -154,6 +159,12 @@ def test_walk_keys_and_the_replay_keys_once_it_is_closed(app):
     page.click("#talon-walk-back")
     wait_stage(page, "talon", 1)
     assert "step 2" in title(page)  # the walk's keys did not replay steps
+    details = "#talon-walk-text details.ss-walk-more"
+    assert not page.locator(details).evaluate("d => d.open")  # a stage's numbers are folded under its lead
+    page.click("#talon-walk-text details.ss-walk-more summary")
+    page.click("#talon-walk-next")
+    wait_stage(page, "talon", 2)
+    page.wait_for_function(f"document.querySelector('{details}')?.open === true", timeout=10_000)  # stays open
     press(page, "Escape")
     page.wait_for_selector("#talon-walk-panel", state="hidden", timeout=30_000)
     press(page, "ArrowLeft")  # closed: ← replays the previous step again

@@ -58,6 +58,38 @@ def test_a_tally_adds_runs_and_knows_when_no_vocabulary_was_given():
     assert readout(t).coverage is None
     t.add([step([0], [ROOT], 0, [4])], draft_vocab={1})
     assert readout(t).reached == [2, 1] and readout(t).acceptance == [0.5, 1.0]
+    t.add([step([0], [ROOT], 0, [4, 4])], draft_vocab={4})
+    assert readout(t).coverage == pytest.approx(2 / 3)  # over the 3 tokens counted with a vocabulary, not all 6
+
+
+def test_a_position_counts_only_the_steps_whose_target_got_to_it():
+    """Issue 34, item 9: 28 steps drafted positions 0 and 1 and accepted nothing at 0: position 1 was judged by
+    no step, so the readout does not report it as "0% of 28"."""
+    traces = [step([0, 1], [ROOT, 0], 0, [3])] * 28
+    r = compat_readout(traces, HEAD, draft_vocab={3})
+    assert r.reached == [28] and r.acceptance == [0.0] and r.drafted == [28, 28]
+    mixed = traces[:2] + [step([0, 1, 2], [ROOT, 0, 1], 1, [1, 2])]  # one step gets past position 0
+    m = compat_readout(mixed, HEAD)
+    assert m.reached == [3, 1] and m.acceptance == pytest.approx([1 / 3, 0.0]) and m.drafted == [3, 3, 1]
+    from viz.html import compat_html
+    page = compat_html(r)
+    assert "of 28" in page and "d=1: 0%" not in page and "d=1–1: drafted, but no step" in page
+
+
+def test_coverage_is_shown_for_a_head_with_d2t_live_and_imported(tmp_path):
+    """Issue 34, item 9: the embedded head drafts over 4096 of 8192 ids (d2t): its run's readout has the
+    coverage, and so does the same run exported and imported (the vocabulary itself is not in the file)."""
+    from tests.handler_helpers import step as talon_step
+    from ui.importer import import_trace
+    from viz.html import compat_html
+    run = talon_step(None, drafter="eagle3")["run"]
+    live = run.readout()
+    assert live.head["draft_vocab"] < live.head["vocab"] and live.coverage is not None
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run.export()))
+    imported = import_trace(path, "talon").readout()
+    assert imported.coverage == pytest.approx(live.coverage) and imported.head["dialect"] == "SafeAILab"
+    assert "of the committed text" in compat_html(imported)
 
 
 @pytest.fixture

@@ -34,8 +34,8 @@ def test_every_number_and_column_says_what_it_is():
     s = run_stats([talon_example(), chain_of(3)], [10.0, 12.0], [1, 2, 3, 4, 5, 6, 7], True, None,
                   cost=curve([10.0, 20.0, 40.0, 80.0, 160.0], [1.0] * 5))
     html = stats_html(s)
-    assert "R on this machine&#x27;s cost curve" in html or "R on this machine's cost curve" in html
-    assert html.count('class="ss-stat" title=') == 9 and "assumes a verification costs one" in html
+    assert "R with this machine&#x27;s cost curve" in html or "R with this machine's cost curve" in html
+    assert html.count('<div class="ss-stat ss-') == 9 and "assumes a verification costs one" in html
     table = levels_html(talon_example())
     assert table.count("<th title=") == 10 and "d = 0" in unescape(table)
 

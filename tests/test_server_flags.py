@@ -88,3 +88,41 @@ def test_bench_prints_the_settings_after_its_table(tmp_path, capsys):
     assert text.index("### Settings for a server") > text.index("| static@model")
     assert "--speculative-algorithm STANDALONE" in text and "--speculative-num-draft-tokens 7" in text
     assert '"method": "draft_model"' in text and '"num_speculative_tokens": 3' in text
+
+
+def test_sglang_flags_are_checked_against_the_candidates_sglang_drafts_before_printing():
+    """Issue 34, item 10: num-draft-tokens − 1 ≤ topk + (steps − 1)·topk², else no flags are printed."""
+    from core.server_flags import SGLangFlags
+    ok = SGLangFlags("EAGLE3", num_steps=3, eagle_topk=2, num_draft_tokens=11)  # 10 ≤ 2 + 2·4
+    assert ok.candidates == 10 and "--speculative-num-draft-tokens" in ok.args()
+    with pytest.raises(ValueError, match="more than the 10"):
+        SGLangFlags("EAGLE3", num_steps=3, eagle_topk=2, num_draft_tokens=12).args()
+    with pytest.raises(ValueError, match="≥ 1"):
+        SGLangFlags("EAGLE3", num_steps=0, eagle_topk=2, num_draft_tokens=2).args()
+    for N, K, D in [(60, 10, 8), (12, 2, 8), (60, 2, 3), (5, 3, 1), (3, 1, 8)]:
+        f = sglang_from_static(N, K, D)
+        f.check()  # every static tree we map fits
+        assert f.num_draft_tokens - 1 <= f.eagle_topk + (f.num_steps - 1) * f.eagle_topk ** 2
+
+
+def test_the_printed_settings_say_the_root_is_counted_and_never_set_an_accept_threshold():
+    from core.server_flags import NEVER, chain_lines
+    lines = static_lines("static", 12, 2, 8, "eagle3", "HEAD_ID") + chain_lines("chain", 3, "eagle3", "HEAD_ID")
+    text = "\n".join(lines)
+    assert "counts the root" in text and "12 drafted + 1" in text
+    assert not any(flag in text for flag in NEVER) and "accept-threshold" not in text
+
+
+def test_vllm_gets_a_chain_and_is_told_which_version_it_was_checked_against():
+    """Issue 34, item 11: vLLM dropped tree drafting (speculative_token_tree): a chain, with the version the
+    export was checked against; a version the user names is echoed, and a bad one is one line."""
+    from core.server_flags import VLLM_CHECKED, chain_lines
+    lines = chain_lines("chain", 3, "eagle3", "org/head")
+    cfg = json.loads(lines[0].split("--speculative-config ", 1)[1].strip("'"))
+    assert cfg == {"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3}
+    assert "speculative_token_tree" not in lines[0] and VLLM_CHECKED in lines[1] and "PR #42121" in lines[1]
+    named = chain_lines("chain", 3, "eagle3", "org/head", vllm_version="v0.11.2")
+    assert "for vLLM 0.11.2" in named[1] and "speculative_token_tree" in named[1] and named[0] == lines[0]
+    assert "for vLLM 0.21.0" in chain_lines("chain", 3, "eagle3", "h", "0.21.0")[1]
+    with pytest.raises(ValueError, match="not a version number"):
+        chain_lines("chain", 3, "eagle3", "h", "latest; rm -rf")

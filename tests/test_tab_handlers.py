@@ -126,6 +126,9 @@ def test_tune_takes_its_best_static_tree_and_chain_to_a_server():
     assert "N + 1" in unescape(status)  # the conventions come with the flags
     last = list(run_sweep("Chain (vLLM's): γ", "1, 3", "", 1, 8))[-1]
     assert len(last["mat"].data[0].z) == 1 and '"num_speculative_tokens"' in unescape(last["status"])
+    assert "checked against vLLM main" in unescape(last["status"])  # issue 34, item 11: the version it was checked against
+    named = list(run_sweep("Chain (vLLM's): γ", "2", "", 1, 8, vllm_version="0.11.2"))[-1]
+    assert "for vLLM 0.11.2" in unescape(named["status"])
     assert "nothing: one knob swept" in last["summary"]
     assert "speculative" not in list(run_sweep("TALON: μ × N", "0.05", "8", 1, 8))[-1]["status"]  # no engine has TALON
 

@@ -1,5 +1,6 @@
 """viz/ on hand-written traces, no model: node counts, colours by status, hover fields, level gates,
 the Oracle line, the SpecBound heatmap and bars, the text and stats panels."""
+import re
 import subprocess
 import sys
 
@@ -208,7 +209,14 @@ def test_stats_mat_delta_R_and_speedup_over_the_same_positions():
     assert s.speedup == pytest.approx(350 / 200) and s.spread.positions == 7
     assert s.lossless is True
     html = stats_html(s)
-    assert "plain decoding ✓" in html and "1.75×" in html and "noisy" in html
+    assert "lossless check ✓" in html and "plain greedy decoding" in html and "1.75×" in html and "noisy" in html
+    # issue 34, item 5: each speed number says whether it was measured or modelled
+    cells = re.findall(r'<div class="ss-stat ss-(\w+)"[^>]*><div class="ss-k"><span class="ss-kind">(\w+)</span> '
+                       r'([^<]*)</div>', html)
+    kinds = {name: kind for kind, shown, name in cells if kind == shown}
+    assert kinds["speed-up over AR, timed here"] == "measured" and kinds["tokens/s"] == "measured"
+    assert kinds["R = τ/(1+cδ), the papers' model"] == "modelled"
+    assert kinds["R with this machine's cost curve"] == "modelled" and len(kinds) == 9
 
 
 def test_speedup_uses_only_positions_ar_has_timed_and_a_prefill_is_taken_out():

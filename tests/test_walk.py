@@ -10,7 +10,7 @@ import pytest
 from core.trace import StepTrace
 from tests.handler_helpers import TALON, sb_step, step
 from tests.viz_fixtures import chain_of, specbound_example, talon_example
-from tests.walk_helpers import resolve, shown_matches
+from tests.walk_helpers import random_talon_trace, resolve, shown_matches
 from ui import walk as w
 from viz.tree_fig import STATUS_COLORS
 from viz.walk import stages
@@ -47,7 +47,7 @@ def test_a_talon_step_walks_through_its_stages_and_the_tree_grows():
     figs = [stage_figure(t, shadow, s, "x") for s in all_stages]
     counts = [drawn(f) for f in figs[:4]]
     assert counts == [0, 2, 4, 4]  # the root alone, its Top-K, then level 1
-    before = figs[: names.index("The walk down")]
+    before = figs[: names.index("Verification")]
     assert all(drawn(f, VERDICTS) == 0 for f in before)  # nothing judged before the verification pass
     walk = figs[names.index("The walk down")]
     assert drawn(walk, ("accepted",)) == 1 and drawn(walk, ("rejected",)) == 2
@@ -63,7 +63,7 @@ def test_the_gate_stage_quotes_the_anchor_the_gate_and_a_cut_candidate():
     gate = stages(talon_example())[2]
     text = html.unescape(re.sub("<[^>]+>", "", stage_html([gate], 0, "step")))
     assert "m_d = 0.54" in text and "μ·m_d = 0.108" in text and "e" in text and "0.06" in text
-    assert "budget cuts 1" in text
+    assert "so 3 pass it" in text and "room for 2 and cuts the other 1" in text
 
 
 def test_chain_and_static_steps_walk_too():
@@ -110,13 +110,17 @@ def test_a_real_steps_numbers_equal_its_trace(talon_run):
     assert check_numbers(shadow, None) > 10  # the static tree walks on its own too
 
 
-def test_a_real_specbound_steps_numbers_and_unchecked_layers():
+@pytest.mark.parametrize("knobs", [{}, dict(tau_exit=0.2, alpha=0.0, d_max=12, w_max=4)], ids=["d_max", "w_max"])
+def test_a_real_specbound_steps_numbers_and_unchecked_layers(knobs):
     run = None
     for _ in range(2):
-        run = sb_step(run)["run"]
+        run = sb_step(run, **knobs)["run"]
     for t in run.traces:
         check_numbers(t, None)
         L = t.specbound.num_layers
+        verify = stage_figure(t, None, next(s for s in stages(t) if s.name == "Verification"), "x")
+        seg = next(tr for tr in verify.data if tr.meta == "verify")  # the one pass, drawn from the trace
+        assert min(seg.base) == t.specbound.verify_from_layer and all(b + y == L for b, y in zip(seg.base, seg.y))
         for e in t.exits:
             assert sorted(e.layers + e.unchecked_layers) == list(range(1, L + 1))  # every layer, once
         assert t.display_ms > 0 and t.step_ms > 0
@@ -189,3 +193,116 @@ def test_a_link_whose_settings_cannot_run_shows_the_preview_and_says_why(monkeyp
     with pytest.warns(UserWarning, match="could not be run"):
         out = open_view(VIEWS["talon"], gr.Request(query_params={"p": "x" * (prompt_char_limit() + 1)}))
     assert "run" not in out and "tree" in out  # the start-up preview, drawn as without a link
+
+
+def plain(stage) -> str:
+    """A stage's details as the page's text reads."""
+    return html.unescape(re.sub("<[^>]+>", "", stage_html([stage], 0, "step")))
+
+
+def numbers(text: str, pattern: str) -> list[int] | None:
+    m = re.search(pattern, text)
+    return None if m is None else [int(g) for g in m.groups()]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_level_stage_adds_up_and_matches_its_picture(seed):
+    """Issue 34, item 1: a gated level said the budget cut 62 "more" while 96 − 74 = 22 passed the gate. On
+    random traces of the real policy, each level stage's counts add up (scored − gate cut = passed; the budget's
+    cut of those + kept = passed; never-scored + that cut = the budget's cut in all), the number kept is the
+    number of nodes its picture draws at that depth, and every number equals the trace field it names."""
+    t = random_talon_trace(seed)
+    check_numbers(t, None)
+    for stage, lv in zip(stages(t)[1:], t.levels):
+        text = plain(stage)
+        if stage.name.startswith("Levels"):  # the deep tail in one stage, summed: passed = kept + the scored cut
+            kept, scored, gate, budget = numbers(text, r"keep (\d+) nodes in all of (\d+) scored; the gate cuts "
+                                                       r"(\d+), the budget (\d+)")
+            assert kept <= scored - gate <= kept + budget, (seed, text)
+            break
+        if not stage.name.startswith(("Level", "Root", "d =")):
+            break
+        fig = stage_figure(t, None, stage, "x")
+        if not any(tr.meta == "more" for tr in fig.data):  # a wide tree folds children into "+k more"
+            assert drawn(fig, ("drafted",)) == sum(1 for n in t.nodes if n.depth <= lv.depth), (seed, stage.name)
+        if lv.gate is None:  # Top-K
+            cut, scored, kept = numbers(text, r"Top-K cut (\d+) \((\d+) − (\d+)\)")
+            assert cut == scored - kept and kept == sum(1 for n in t.nodes if n.depth == lv.depth)
+            continue
+        gate_cut, scored = numbers(text, r"The gate cuts (\d+) of the (\d+)")
+        (passed,) = numbers(text, r", so (\d+) pass it")
+        assert scored - gate_cut == passed, (seed, text)
+        room = numbers(text, r"has room for (\d+) and cuts the other (\d+)")
+        (kept,) = numbers(text, r"; (\d+) are kept")
+        assert kept == sum(1 for n in t.nodes if n.depth == lv.depth)
+        if room is None:
+            assert kept == passed
+        else:
+            assert room[0] == kept and room[0] + room[1] == passed
+        never = numbers(text, r"(\d+) more children would pass the gate but were never scored.*?budget cuts (\d+) in all")
+        budget = (room[1] if room else 0) + (never[0] if never else 0)
+        assert budget == lv.cut_by_budget and (never is None or never[1] == lv.cut_by_budget), (seed, text)
+
+
+def test_random_traces_include_the_cases_that_used_to_disagree():
+    """The sweep above covers gates that cut, budgets that cut passed candidates, and children never scored."""
+    seen = set()
+    for seed in range(40):
+        for lv in random_talon_trace(seed).levels:
+            if lv.gate is not None:
+                over = lv.candidates - lv.cut_by_gate - lv.kept
+                seen |= {"gate"} if lv.cut_by_gate else set()
+                seen |= {"budget"} if over else set()
+                seen |= {"never scored"} if lv.cut_by_budget > over else set()
+    assert seen == {"gate", "budget", "never scored"}
+
+
+def test_each_stage_opens_with_one_plain_lead_and_folds_its_numbers():
+    """Issue 34, item 6: one plain sentence first (no quoted numbers in it), the details folded below."""
+    for t, shadow in ((talon_example(), talon_example()), (specbound_example(), None), (chain_of(3), None)):
+        all_stages = stages(t, shadow)
+        for at, s in enumerate(all_stages):
+            assert s.lead and s.lead.endswith(".") and s.lead.count(". ") == 0, s.name
+            page = stage_html(all_stages, at, "step")
+            lead = page.split('class="ss-walk-say"', 1)[1].split("</p>", 1)[0]
+            assert "ss-walk-num" not in lead and html.escape(s.lead) in lead
+            assert page.index("ss-walk-say") < page.index("<details") < page.index("ss-walk-num")
+            assert "<details open" not in page  # folded until asked for
+
+
+def test_verification_draws_what_verification_does():
+    """Issue 34, item 2: TALON's verification picture is no longer the tree as grown: the verdicts, the
+    accepted path lit and the rejected node's q vs p; SpecBound's adds the layers the one pass computed."""
+    t = talon_example()
+    all_stages = stages(t, None)
+    names = [s.name for s in all_stages]
+    grown = stage_figure(t, None, all_stages[names.index("Budget spent")], "x")
+    verify = stage_figure(t, None, all_stages[names.index("Verification")], "x")
+    assert drawn(grown, VERDICTS) == 0 and drawn(verify, ("accepted",)) == 1 and drawn(verify, ("rejected",)) == 2
+    notes = [a.text for a in verify.layout.annotations if a.name == "p vs q"]
+    assert notes == ["d: draft q = 0.90 vs target p = 0.10"]  # the draft's favourite under 'a', which the walk stops at
+    assert any(tr.line.color == STATUS_COLORS["accepted"] and tr.mode == "lines" for tr in verify.data)  # the path lit
+    sb = specbound_example()
+    sb_stages = stages(sb)
+    bars = stage_figure(sb, None, next(s for s in sb_stages if s.name == "Verification"), "x")
+    seg = next(tr for tr in bars.data if tr.meta == "verify")
+    L = sb.specbound.num_layers
+    assert list(seg.base) == [2, 2, 2] and [b + y for b, y in zip(seg.base, seg.y)] == [L] * 3  # exact depth → L
+    verdict = stage_figure(sb, None, sb_stages[-1], "x")
+    assert any("vs target p = 0.10" in a.text for a in verdict.layout.annotations)
+
+
+def test_the_static_trees_levels_and_its_delta_agree():
+    """Issue 34, item 4: a static tree grows D + 1 levels (δ = D + 1) but its final rerank may keep fewer: the
+    walk says how many levels were grown and how deep the kept tree goes, so '8 levels, δ = 9' is explained."""
+    from core.trace import LevelTrace
+    t = talon_example()
+    t.method, t.tree.policy = "static", "static"
+    t.tree.knobs["depth"] = 2
+    t.levels = t.levels + [LevelTrace(2, 2, 4, 2, anchor=0.1, cut_by_topk=2)]  # a third level, none kept
+    t.delta = 3
+    grown = plain(next(s for s in stages(t) if s.name == "Budget spent"))
+    assert "δ = 3 draft forwards, one per level grown (3 levels, d = 0…2)" in grown
+    assert "kept nodes down to d = 1 only, so the picture shows 2 level(s)" in grown
+    static = plain(next(s for s in stages(talon_example(), t) if s.name == "The static tree"))
+    assert "3 levels, δ = 3" in static and "down to d = 1 (the deeper levels kept none)" in static

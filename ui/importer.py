@@ -128,8 +128,13 @@ class ImportedRun:
         return [(self.prompt, False)]
 
     def readout(self) -> CompatReadout:
-        """From the steps alone: the file's head description is not read back (nothing on the page needs it)."""
-        return compat_readout(self.traces)
+        """From the steps, with the file's head description and the draft-vocabulary coverage its export
+        recorded (the vocabulary itself is not exported)."""
+        head = self.extras.get("head") if isinstance(self.extras.get("head"), dict) else None
+        compat = self.extras.get("compat") if isinstance(self.extras.get("compat"), dict) else {}
+        coverage = compat.get("coverage")
+        ok = isinstance(coverage, (int, float)) and not isinstance(coverage, bool) and 0 <= coverage <= 1
+        return compat_readout(self.traces, head, coverage=float(coverage) if ok else None)
 
     def forget(self) -> None:
         """Nothing to free: an imported trace has no engine session."""
@@ -176,7 +181,8 @@ def import_trace(path: str | Path | None, method: str, live: Run | None = None,
                        Path(path).name, extras, live)
 
 
-EXTRAS = ("chat_applied", "head", "compat")  # re-exported as read; never drawn
+EXTRAS = ("chat_applied", "head", "compat")  # re-exported as read; head and compat's coverage feed the imported
+# run's compatibility readout, every value escaped there (viz/html.compat_html)
 
 
 def small_plain(value, depth: int = 0) -> bool:

@@ -10,23 +10,27 @@ import gradio as gr
 from ui import learn
 from ui.examples import default_prompt
 from ui.sweeps import SWEEPS, fixed_text, symbol
-from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, cancel_compare, cancel_sweep, cost_curve,
+from ui.tab_handlers import (COMPARE_HEADERS, TREE_SETTINGS, VIEW, VIEW_KNOBS, cancel_compare, cancel_sweep, cost_curve,
                              remeasure_cost_curve, run_compare, run_sweep, sweep_defaults)
 from ui.view_specs import drafter_input
 from ui.wiring import named
 
 LONG = dict(concurrency_id="long", concurrency_limit=1)  # Compare, Tune, cost curve: one at a time per server,
 # in their own group so a Step never queues behind them (they also pause between steps: ui/priority.py)
-COMPARE_INPUTS = ("prompt", "max_new_tokens", "temperature", "target", "draft", "drafter", "trees", "chat")
+COMPARE_INPUTS = ("prompt", "max_new_tokens", "temperature", "target", "draft", "drafter", "trees", "chat",
+                  *VIEW_KNOBS)  # the views' own knobs, for trees = "view"
 TUNE_INPUTS = ("kind", "x_values", "y_values", "n_prompts", "max_new_tokens", "target", "draft", "drafter", "chat",
-               "fixed")
+               "fixed", "vllm_version")
 COST_INPUTS = ("run", "target", "draft", "drafter")
 
 
-def compare_tab(models: dict) -> dict:
+def compare_tab(models: dict, views: dict | None = None) -> dict:
     gr.Markdown("One prompt through every method, each run to the end and timed on this machine. Each speed-up "
                 "comes with its range (resampled steps against AR timed before and after), drawn as error bars.")
     c: dict = dict(models)
+    for name in VIEW_KNOBS:  # trees = "view": the TALON and SpecBound views' own knobs, read when Compare runs
+        view = "talon" if name in views["talon"] and name not in views["specbound"] else "specbound"
+        c[name] = views[view][name]
     with gr.Row():
         c["prompt"] = gr.Textbox(value=default_prompt(), lines=3, label="prompt", scale=3)
         with gr.Column(scale=1):
@@ -35,9 +39,10 @@ def compare_tab(models: dict) -> dict:
             c["temperature"] = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
                                          elem_classes="ss-knob")
             c["drafter"] = drafter_input("compare-drafter")
-            c["trees"] = gr.Radio([(label, name) for name, label in TREE_SETTINGS.items()], value="paper",
+            c["trees"] = gr.Radio([(label, name) for name, label in TREE_SETTINGS.items()], value=VIEW,
                                   label="static and TALON settings", elem_id="compare-trees",
-                                  info="the papers' preset, or the small deep tree measured fastest on this CPU")
+                                  info="what the views run (the default), the papers' preset, or the small deep "
+                                       "tree measured fastest on this CPU; the status line names what ran")
             with gr.Row():
                 go = gr.Button("Run all methods", variant="primary", elem_id="compare-run")
                 stop = gr.Button("Cancel", elem_id="compare-cancel")
@@ -69,6 +74,10 @@ def tune_tab(models: dict, talon_run: gr.State) -> dict:
         c["n_prompts"] = gr.Slider(1, 5, value=3, step=1, label="prompts", elem_id="tune-prompts")
         c["max_new_tokens"] = gr.Slider(8, 64, value=32, step=1, label="max new tokens", elem_id="tune-max-new")
         c["drafter"] = drafter_input("tune-drafter")
+        c["vllm_version"] = gr.Textbox("", label="vLLM version (optional)", placeholder="e.g. 0.11.2",
+                                       elem_id="tune-vllm-version", min_width=140,
+                                       info="a chain sweep's vLLM settings are for this release; empty: the one "
+                                            "they were checked against (named under the settings)")
         with gr.Column(min_width=160):
             go = gr.Button("Run sweep", variant="primary", elem_id="tune-run")
             stop = gr.Button("Cancel", elem_id="tune-cancel")

@@ -19,6 +19,8 @@ from viz.html import message_html
 
 log = logging.getLogger("specscope")
 WAIT_S = 180.0  # how long a page load waits for the start-up step (models may still be loading)
+LABEL = " · preview, computed at start-up"  # beside its figures' titles (Run.label): never the visitor's own
+WATERMARK = "PREVIEW"
 NOTE = ("Preview: step 1 of the example prompt at the default knobs, computed when the server started. "
         "“Walk me through this step” (above) shows how it was built, stage by stage; press Step to start your own "
         "run (the prompt and knobs above are yours).")
@@ -49,6 +51,7 @@ class Preview:
             self.runs["specbound"] = specbound
             for run in self.runs.values():
                 run.forget()  # only the traces are drawn from now on
+                run.label = LABEL
         except Exception as exc:  # a preview must never stop the server; the page says what happened
             log.exception("start-up preview failed")
             self.error = f"The start-up preview could not be computed ({type(exc).__name__}: {exc})."
@@ -77,13 +80,21 @@ PREVIEW = Preview()
 
 
 def preview_panels(method: str, render, **options) -> dict:
-    """The start-up step of `method` drawn by its view's renderer, labelled as a preview, with the outcomes."""
+    """The start-up step of `method` drawn by its view's renderer, labelled as a preview (its titles, and a
+    faint watermark on every figure, so the visitor's first Step, often the same step, visibly replaces it),
+    with the outcomes."""
     run = PREVIEW.run(method)
     index = 0 if run else None
     out = {**render(run, index, **options), **outcome_panels(run, index)}
     if run is not None:
-        first = next(iter(out.values()))
-        if hasattr(first, "layout") and first.layout.title.text:
-            first.layout.title.text += " · preview"
+        for fig in out.values():
+            if hasattr(fig, "add_annotation"):
+                watermark(fig)
         out["stats"] = PREVIEW.note()
     return out
+
+
+def watermark(fig) -> None:
+    """A large, faint 'PREVIEW' across the figure (hover and clicks go through it)."""
+    fig.add_annotation(text=WATERMARK, name="preview", x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       textangle=-18, font=dict(size=56, color="rgba(140,140,140,0.18)"), captureevents=False)

@@ -10,6 +10,7 @@ from ui.compare import PARTS, compare
 from ui.examples import example_prompts
 from ui.handlers import friendly, make_config
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS, preset_label
+from ui.preset_line import method_knobs, settings_text, shared_with
 from ui.cost_view import cost_view
 from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.run import Run
@@ -23,18 +24,36 @@ from viz.html import compare_cards
 from viz.tune_figs import compare_bars, mat_heatmap, ranking_html, speedup_heatmap
 
 DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
-# Compare's settings: the papers' presets, or those measured best on this CPU (the embedded tree, SpecBound fast)
+# Compare's settings: the TALON and SpecBound views' own knobs (the default: Compare starts from what the views
+# run), the papers' presets, or those measured best on this CPU (the embedded tree, SpecBound fast)
 SPECBOUND_WITH = {"paper": "paper", "embedded": "fast"}
-TREE_SETTINGS = {name: f"{preset_label(name)}; SpecBound {SPECBOUND_WITH[name]}" for name in ("paper", "embedded")}
+VIEW = "view"
+TREE_SETTINGS = {VIEW: "the TALON and SpecBound views' knobs, as set there now",
+                 **{name: f"{preset_label(name)}; SpecBound {SPECBOUND_WITH[name]}" for name in ("paper", "embedded")}}
+VIEW_KNOBS = tuple(k.name for k in TALON_KNOBS) + ("auto",) + tuple(k.name for k in SPECBOUND_KNOBS) + ("exit_layers",)
 
 
-def compare_knobs(trees: str) -> dict:
-    """Every method's knobs for Compare: the defaults, with static's and TALON's from the chosen preset and
-    SpecBound's from its counterpart (paper, or fast beside the embedded tree)."""
+def compare_knobs(trees: str, view: dict | None = None) -> dict:
+    """Every method's knobs for Compare: the defaults, with static's and TALON's from the chosen preset (or the
+    TALON view's knobs) and SpecBound's from its counterpart (paper, fast beside the embedded tree, or the
+    SpecBound view's knobs). `view`: the views' values by name (those missing take their defaults)."""
     if trees not in TREE_SETTINGS:
         raise ValueError(f"unknown tree settings {trees!r} (choose from {', '.join(TREE_SETTINGS)})")
+    if trees == VIEW:
+        view = view or {}
+        talon = method_knobs("talon", view)
+        talon.pop("auto")  # Compare's trees run at a fixed N; auto is the TALON view's own
+        return {**DEFAULT_KNOBS, **talon, **method_knobs("specbound", view)}
     specbound = core_knobs.resolve("specbound", {"preset": SPECBOUND_WITH[trees]})
     return {**DEFAULT_KNOBS, **core_knobs.preset_knobs(trees), **specbound}
+
+
+def compare_settings(knobs: dict) -> str:
+    """What Compare ran, in words: the trees' preset (or own settings) and SpecBound's."""
+    talon = core_knobs.resolve("talon", {k: v for k, v in knobs.items() if k != "auto"})
+    specbound = core_knobs.resolve("specbound", knobs)
+    return (f"static and TALON at {settings_text('talon', talon)} (static D = {knobs['depth']}), SpecBound at "
+            f"{settings_text('specbound', specbound)}, chain γ = {knobs['gamma']}")
 
 
 COMPARE_HEADERS = ["method", "MAT", "mean δ", "tokens/s", "speed-up", "lossless", "text"]
@@ -88,16 +107,18 @@ def compare_outputs(rows: list) -> dict:
 
 @friendly
 def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: str = "embedded",
-                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = "paper", chat: str = "auto",
-                request: gr.Request = None):
-    """Every method on one prompt (chain γ = 5; static and TALON at the `trees` preset: paper or embedded);
+                draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = VIEW, chat: str = "auto",
+                *view_values, request: gr.Request = None, **view_knobs):
+    """Every method on one prompt (chain γ = 5; static and TALON at the `trees` setting: the views' own knobs,
+    given after `chat` in VIEW_KNOBS order or by name, else their defaults; or the paper or embedded preset);
     chain, static and TALON draft with `drafter`. A generator of outputs by name (table, plot, status): the
-    estimate first, then the table after each run (Cancel keeps it)."""
-    knobs = compare_knobs(trees)
+    estimate first, naming the settings, then the table after each run (Cancel keeps it)."""
+    view = {**dict(zip(VIEW_KNOBS, view_values)), **view_knobs}
+    knobs = compare_knobs(trees, {k: v for k, v in view.items() if v is not None})
     cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter, chat=chat)
-    job = Job(f"Compare: {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS, cfg.max_new_tokens,
-              ar_ms_per_token(cfg.target, cfg.prompt))
+    job = Job(f"Compare ({compare_settings(knobs)}): {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS,
+              cfg.max_new_tokens, ar_ms_per_token(cfg.target, cfg.prompt))
     yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check),
                         compare_outputs)
 
@@ -119,6 +140,8 @@ def tune_label(g, cfg, n: int, held: str) -> str:
     """The heatmaps' title after the measure's name: the method, then what ran and what was held, escaped."""
     on = f" on {cfg.drafter}" if g.method in ("chain", "static", "talon") else ""
     runs = f"{n} prompt(s) × {cfg.max_new_tokens} tokens, greedy"
+    preset = shared_with(g.method, g.held)
+    held = f"{held} (as preset {preset})" if held and preset else held
     return esc(f"{g.method.upper()}{on}") + f"<br><sub>{esc(runs)}" + (f"<br>held: {esc(held)}" if held else "") + \
         "</sub>"
 
@@ -126,9 +149,10 @@ def tune_label(g, cfg, n: int, held: str) -> str:
 @friendly
 def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_new_tokens: int = 32,
               target: str = "embedded", draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, chat: str = "auto",
-              fixed: str = "", request: gr.Request = None):
+              fixed: str = "", vllm_version: str = "", request: gr.Request = None):
     """A generator like run_compare: the estimate, then both heatmaps and the ranking after each cell.
-    `fixed`: the knobs held, 'K = 2, T_shape = 0.5' (empty: the sweep's own, ui/sweeps.py)."""
+    `fixed`: the knobs held, 'K = 2, T_shape = 0.5' (empty: the sweep's own, ui/sweeps.py); `vllm_version`: the
+    vLLM release a chain's settings are for (empty: the one they were checked against)."""
     n = int(n_prompts)
     if not 1 <= n <= 5:
         raise ValueError("use between 1 and 5 prompts")
@@ -147,7 +171,10 @@ def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_n
                 "summary": ranking_html(res.ranked(), res.few, MIN_RANK_TOKENS, held, SPREAD_NOTE)}
 
     def flags(res) -> str:
-        lines = server_settings(res, cfg.drafter, cfg.draft)
+        try:
+            lines = server_settings(res, cfg.drafter, cfg.draft, vllm_version or "")
+        except ValueError as exc:  # a vLLM version that is not one: the sweep's results stay
+            lines = [str(exc)]
         return f'<pre class="ss-flags">{esc(chr(10).join(lines))}</pre>' if lines else ""
 
     yield from long_run(job, session_key(request, "tune"), lambda check: sweep(g, prompts, cfg, check), shown,

@@ -93,9 +93,10 @@ def best_cell(res: SweepResult) -> tuple[float, float | None] | None:
     return res.grid.xs[j], res.grid.ys[i]
 
 
-def server_settings(res: SweepResult, drafter: str, draft: str) -> list[str]:
+def server_settings(res: SweepResult, drafter: str, draft: str, vllm_version: str = "") -> list[str]:
     """The fastest static tree as SGLang's flags, the fastest chain as vLLM's (core/server_flags.py): settings
-    to take to a server; empty for other sweeps or before a cell finished."""
+    to take to a server; empty for other sweeps or before a cell finished. `vllm_version`: the vLLM release the
+    user targets ('' : the one the export was checked against)."""
     g = res.grid
     best = best_cell(res) if g.method in ("static", "chain") else None
     if best is None:
@@ -105,7 +106,7 @@ def server_settings(res: SweepResult, drafter: str, draft: str) -> list[str]:
     label = f"Tune's fastest cell, {g.method}"
     try:
         lines = (server_flags.static_lines(label, k["N"], k["K"], k["depth"], drafter, name) if g.method == "static"
-                 else server_flags.chain_lines(label, k["gamma"], drafter, name))
+                 else server_flags.chain_lines(label, k["gamma"], drafter, name, vllm_version))
     except ValueError as exc:  # the lookup drafter: no engine runs it
         return [str(exc)]
     return [*lines, server_flags.CONVENTIONS]

@@ -60,6 +60,21 @@ def tau_text(trace) -> str:
     return f"τ = {trace.tau}{score}, δ = {trace.delta}"
 
 
+def whose(run) -> str:
+    """'your run · ' on the visitor's own live run; a preview or an imported trace says what it is in its label."""
+    return "" if getattr(run, "label", "") else "your run · "
+
+
+def static_levels(shadow) -> str:
+    """' · 9 levels grown, kept d ≤ 7': a static tree grows D + 1 levels (δ = D + 1) and its final rerank may keep
+    fewer, so the levels drawn and δ are both explained."""
+    grown = len(shadow.levels)
+    kept = max((n.depth for n in shadow.nodes), default=-1) + 1
+    if not grown:
+        return ""
+    return f" · {grown} levels grown" + (f", {kept} kept" if kept < grown else "")
+
+
 def steady_height(run: Run | None, index: int | None) -> int:
     """The trees' height: enough for the deepest tree of the run so far (its static shadows too), so replaying
     an earlier, shallower step does not move the page, and the replay slider, under the pointer."""
@@ -75,7 +90,7 @@ def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True, wi
     index = clamp(run, index)
     trace = None if index is None else run.traces[index]
     shadow = None if index is None else run.shadows.get(index)
-    title = "" if trace is None else (f"{run.config.method.upper()}{on(trace)} · step {index + 1} · "
+    title = "" if trace is None else (f"{run.config.method.upper()}{on(trace)} · {whose(run)}step {index + 1} · "
                                       f"{tau_text(trace)}{run.label}")
     height = steady_height(run, index)  # side by side: levels line up
     if shadow is None:
@@ -85,7 +100,8 @@ def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True, wi
                                                  "Static tree off: tick “draft the static tree” to draw it")
     else:
         static = tree_figure(shadow, show_pruned, f"STATIC{on(shadow)} (D={num(shadow.tree.knob('depth'), 'g')}, "
-                                                  f"N={num(shadow.tree.knob('N'), 'g')}) · {tau_text(shadow)}", height)
+                                                  f"N={num(shadow.tree.knob('N'), 'g')}) · {tau_text(shadow)}"
+                                                  f"{static_levels(shadow)}", height)
     shown = [] if index is None else run.traces[: index + 1]
     return dict(tree=tree_figure(trace, show_pruned, title, height), static=static, budget=budget_html(trace),
                 compat="" if run is None else compat_html(run.readout()), levels=levels_html(trace),

@@ -198,8 +198,55 @@ def _bounds(fig: go.Figure, trace: StepTrace, cols: int) -> None:
                       annotation_text=f"w_max = {w_max}", annotation_position="top right")
 
 
-def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
-    """Exit depth of each drafted token, coloured by the target's verdict; a token that hit d_max is red-edged."""
+BONUS_COLUMN = "then: bonus"
+
+
+def exact_depths(trace: StepTrace) -> list[int]:
+    """Per exit record, how many of its layers were computed exactly while drafting: the prefix minimum of the
+    drafting depths (a token's layer ℓ is exact only if every earlier token's was: core/specbound_block.py)."""
+    out, low = [], 1 << 30
+    for e in trace.exits:
+        low = min(low, max(e.layers, default=0))
+        out.append(low)
+    return out
+
+
+def verify_segments(fig: go.Figure, trace: StepTrace, labels: list[str], L: int) -> None:
+    """The layers the one verification pass computed for each token: from its exact depth up to L, hatched
+    over its drafting bar (the layers drafted inexactly are computed again)."""
+    base = exact_depths(trace)
+    hovers = [f"layers {b + 1}–{L}: computed in the verification pass" for b in base]
+    x = list(labels)
+    last = trace.exits[-1] if trace.exits else None
+    if last is not None and 0 <= last.node < len(trace.nodes):  # the last drafted token was never fed: the pass
+        x.append(BONUS_COLUMN)  # runs its L layers too, for the target's next token
+        base.append(0)
+        hovers.append(f"layers 1–{L} of the last drafted token, never fed while drafting: the target's own next "
+                      f"token (the bonus) comes from them")
+    fig.add_trace(go.Bar(x=x, y=[L - b for b in base], base=base, name="computed in the one verification pass",
+                         marker=dict(color="rgba(0,114,178,0.22)", pattern=dict(shape="/", fgcolor="#0072b2"),
+                                     line=dict(color="#0072b2", width=1)),
+                         hovertext=hovers, hoverinfo="text", meta="verify", showlegend=True))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(categoryorder="array", categoryarray=x)
+
+
+def compare_note(fig: go.Figure, trace: StepTrace, labels: list[str], depths: list[int], node: int) -> None:
+    """'draft q = 0.62 vs target p = 0.03' over the rejected token's bar."""
+    col = next((c for c, e in enumerate(trace.exits) if e.node == node), None)
+    if col is None or not 0 <= node < len(trace.nodes) or trace.nodes[node].p is None:
+        return
+    n = trace.nodes[node]
+    fig.add_annotation(x=labels[col], y=depths[col], ay=-40, showarrow=True, arrowhead=2, name="p vs q",
+                       arrowcolor=STATUS_COLORS["rejected"], font=dict(size=11, color=STATUS_COLORS["rejected"]),
+                       bgcolor="rgba(255,255,255,0.85)", bordercolor=STATUS_COLORS["rejected"],
+                       text=f"rejected: draft q = {n.q:.2f} vs target p = {n.p:.2f}")
+
+
+def exit_bars(trace: StepTrace | None, height: int = 300, verify: bool = False,
+              compare: int | None = None) -> go.Figure:
+    """Exit depth of each drafted token, coloured by the target's verdict; a token that hit d_max is red-edged.
+    `verify`: also the layers the verification pass computed above them; `compare`: a rejected node's q vs p."""
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
                       margin=dict(l=50, r=20, t=40, b=40))
@@ -219,6 +266,8 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
     fig.add_trace(go.Bar(x=labels, y=depths, marker=dict(color=colors, line=dict(color=edges, width=2)),
                          hovertext=hovers, hoverinfo="text", name="exit depth", showlegend=False))
     bar_legend(fig, [c for c, e in zip(colors, edges) if e != "#000"], "#000" in edges)
+    if compare is not None:
+        compare_note(fig, trace, labels, depths, compare)
     if d_max is not None:
         fig.add_hline(y=d_max, line=dict(color="#d73027", dash="dash"), annotation_text=f"d_max = {d_max}")
     w_max = knob(trace, "w_max")
@@ -232,6 +281,8 @@ def exit_bars(trace: StepTrace | None, height: int = 300) -> go.Figure:
                       legend=dict(orientation="h", y=-0.2, font=dict(size=11)))
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title="layers run", range=[0, L + 0.5])
+    if verify:
+        verify_segments(fig, trace, labels, L)
     return fig
 
 

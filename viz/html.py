@@ -80,6 +80,11 @@ def prompt_html(parts: list[tuple[str, bool]]) -> str:
             f'{hidden}</details>' + "".join(span(t, tmpl) for t, tmpl in tail if t))
 
 
+KINDS = {"counted": "counted", "measured": "measured", "modelled": "modelled"}  # which kind each number is
+KINDS_NOTE = ("Three speed numbers, two kinds: <b>measured</b> ones were timed on this machine (the speed-up over "
+              "AR is the one to quote); <b>modelled</b> ones are computed from τ, δ and c, the papers' R assuming "
+              "a verification costs one target forward whatever its size, the other with this machine's measured "
+              "cost of verifying that many tokens.")
 NOISE_NOTE = ("Timings come from this machine, which may be shared with other visitors and programs: they are "
               "noisy, so read the speed-up with its range and re-measure when in doubt.")
 
@@ -98,17 +103,20 @@ def stats_html(s: RunStats) -> str:
     if s.lossless is None:
         check = f'<span class="ss-na">lossless check: {esc(s.lossless_note)}</span>'
     elif s.lossless:
-        check = f'<span class="ss-ok">lossless check: output equals plain decoding ✓</span> <small>{esc(s.lossless_note)}</small>'
+        check = f'<span class="ss-ok">lossless check ✓</span> <small>{esc(s.lossless_note)}</small>'  # the note says what
     else:
         check = f'<span class="ss-bad">lossless check: ✗ {esc(s.lossless_note)}</span>'
-    rows = [("steps", num(s.steps, "d"), TIPS["steps"]), ("tokens", num(s.tokens, "d"), TIPS["tokens"]),
-            ("MAT (mean τ)", num(s.mat), TIPS["MAT"]), ("mean δ", num(s.mean_delta), TIPS["δ"]),
-            ("tokens/s", num(s.tok_s, ".1f"), TIPS["tok/s"]), ("c = T_q/T_p", num(s.c, ".3f"), TIPS["c"]),
-            ("modelled R = τ/(1+cδ)", num(s.R, ".2f", "×"), TIPS["R"]),
-            ("R on this machine's cost curve", num(s.R_curve, ".2f", "×"), TIPS["R_curve"]),
-            ("measured speed-up over AR", speedup_text(s), TIPS["speedup"])]
-    cells = "".join(f'<div class="ss-stat" title="{esc(tip)}"><div class="ss-k">{k}</div><div class="ss-v">{v}</div>'
-                    f'</div>' for k, v, tip in rows)
+    rows = [("steps", num(s.steps, "d"), TIPS["steps"], "counted"),
+            ("tokens", num(s.tokens, "d"), TIPS["tokens"], "counted"),
+            ("MAT (mean τ)", num(s.mat), TIPS["MAT"], "counted"), ("mean δ", num(s.mean_delta), TIPS["δ"], "counted"),
+            ("tokens/s", num(s.tok_s, ".1f"), TIPS["tok/s"], "measured"),
+            ("c = T_q/T_p", num(s.c, ".3f"), TIPS["c"], "measured"),
+            ("R = τ/(1+cδ), the papers' model", num(s.R, ".2f", "×"), TIPS["R"], "modelled"),
+            ("R with this machine's cost curve", num(s.R_curve, ".2f", "×"), TIPS["R_curve"], "modelled"),
+            ("speed-up over AR, timed here", speedup_text(s), TIPS["speedup"], "measured")]
+    cells = "".join(f'<div class="ss-stat ss-{kind}" title="{esc(tip)}"><div class="ss-k">'
+                    f'<span class="ss-kind">{KINDS[kind]}</span> {k}</div><div class="ss-v">{v}</div></div>'
+                    for k, v, tip, kind in rows)
     sp = s.spread
     if not s.timed_here:
         how = "Speed-up: not measured here — an imported trace was timed where it was exported."
@@ -122,7 +130,8 @@ def stats_html(s: RunStats) -> str:
                f"out.{spread} {esc(s.base_note)}.")
     notes = (f"<small>tokens/s: committed tokens over the summed wall time of this run's Step calls, the prompt's "
              f"prefill taken out. {how} {esc(s.c_note)}.</small>")
-    return (f'<div class="ss-stats">{cells}</div><div>{check}</div><div>{notes}</div>'
+    return (f'<div class="ss-stats">{cells}</div><div class="ss-note ss-kinds">{KINDS_NOTE}</div>'
+            f'<div>{check}</div><div>{notes}</div>'
             f'<div class="ss-note ss-noise">{NOISE_NOTE}</div>')
 
 
@@ -211,8 +220,12 @@ def compat_html(r: CompatReadout) -> str:
     acceptance is implausibly low for a head (what vLLM and SGLang users check by hand)."""
     if not r.steps:
         return ""
-    accs = " · ".join(f"d={d}: {num(a, '.0%')} of {n}" for d, (a, n) in enumerate(zip(r.acceptance, r.reached)))
-    parts = [f"acceptance by draft position (of the steps whose tree reached it): {accs}"]
+    accs = " · ".join(f"d={d}: {num(a, '.0%')} of {num(n, 'd')}" for d, (a, n) in enumerate(zip(r.acceptance, r.reached)))
+    beyond = len(r.drafted) - len(r.reached)
+    if beyond > 0:
+        accs += f" · d={len(r.reached)}–{len(r.drafted) - 1}: drafted, but no step's target got that far"
+    parts = [f"acceptance by draft position (of the steps whose target got to it: every earlier position "
+             f"accepted): {accs}"]
     if r.head:
         h = r.head
         taps = ",".join(map(str, h.get("taps") or [])) or "?"
@@ -220,7 +233,12 @@ def compat_html(r: CompatReadout) -> str:
                         f"draft vocabulary {num(h.get('draft_vocab'), 'd')} of {num(h.get('vocab'), 'd')}")
     if r.coverage is not None:
         parts.append(f"the draft vocabulary holds {num(r.coverage, '.0%')} of the committed text")
-    warn = f'<div class="ss-alert" role="alert">⚠ {esc(r.warning)}</div>' if r.warning else ""
+    elif r.head:
+        parts.append("the draft vocabulary's coverage of the text: not recorded for this run")
+    warnings = [r.warning] if r.warning else []
+    if r.head and isinstance(r.head.get("warnings"), (list, tuple)):
+        warnings += [f"the head loaded with a warning: {w}" for w in r.head["warnings"]]
+    warn = "".join(f'<div class="ss-alert" role="alert">⚠ {esc(w)}</div>' for w in warnings)
     return f'<div class="ss-note ss-compat">{"<br>".join(parts)}</div>{warn}'
 
 

@@ -9,8 +9,13 @@ import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
 from viz.escape import esc
-from viz.text import wrap_title
+from viz.fig_top import stack_top
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
+
+LEGEND = {  # the tree's legend: a word each, so three fit a row on a phone (the caption and hovers say more)
+    "accepted": "accepted", "rejected": "rejected", "unreached": "unjudged", "pruned": "pruned",
+    "more": "folded", "drafted": "drafted", "focus": "this stage", "bonus": "bonus",
+}
 from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
 
 LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, only the accepted path
@@ -21,12 +26,14 @@ LEVEL_PX = 62  # vertical room per depth: a two-line level label and a token lab
 class Reveal:
     """How much of a step a picture shows (the walk's stages, viz/walk.py): the tree grown down to `depth`
     (-1: the root alone), the target's verdicts only once it has verified, the bonus token only once it is
-    chosen, and rings around the drafted nodes a stage is about. Drawn on the whole tree's layout, so nodes
+    chosen, rings around the drafted nodes a stage is about, and the draft's q against the target's p written
+    beside the nodes in `compare` (where verification rejected). Drawn on the whole tree's layout, so nodes
     keep their places from stage to stage."""
     depth: int = 1 << 30
     verdicts: bool = True
     bonus: bool = True
     focus: tuple[int, ...] = ()
+    compare: tuple[int, ...] = ()
 
 
 WHOLE = Reveal()
@@ -90,7 +97,7 @@ def _level_tick(trace: StepTrace, depth: int, reveal: Reveal = WHOLE) -> str:
     head = f"<b>d={depth}</b> kept {lv.kept}/{lv.candidates}"
     if lv.anchor is None:
         return head
-    gate = "" if lv.gate is None else f" μ·m_d={lv.gate:.2g}"
+    gate = "" if lv.gate is None else f"<br>μ·m_d={lv.gate:.2g}"  # a line each: narrow, so a phone keeps its width
     return f"{head}<br>m_d={lv.anchor:.2g}{gate}"
 
 
@@ -100,16 +107,15 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     `height` to trees shown side by side, so their levels line up; `reveal` draws only what a walk stage has
     done (on the whole tree's layout)."""
     fig = go.Figure()
-    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12),
-                      height=height or natural_height(trace), margin=dict(l=8, r=8, t=72, b=8),
-                      title=dict(text=wrap_title(title), x=0.01, font=dict(size=14)), showlegend=True,
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, font=dict(size=11)),  # above
-                      hoverlabel=dict(align="left"))
+    height = height or natural_height(trace)
+    fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
+                      margin=dict(l=8, r=8, b=8), showlegend=True, hoverlabel=dict(align="left"))
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, autorange="reversed", fixedrange=True)
     if trace is None or not trace.nodes:
         note = "Press Step to draft a tree" if trace is None else "This step drafted nothing (autoregressive step)"
         fig.add_annotation(text=note, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+        stack_top(fig, title, height)
         return fig
     keep = {node_key(i) for i in trace.accepted_path}
     if trace.choices:
@@ -123,6 +129,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     _draw_edges(fig, g, pos, trace, reveal.verdicts)
     _draw_nodes(fig, g, pos, trace, choices, labels_all, reveal)
     _draw_focus(fig, pos, trace, reveal.focus)
+    _draw_compare(fig, pos, trace, reveal.compare)
     if reveal.bonus:
         _draw_bonus(fig, pos, trace)
     levels = sorted({level for _, level in pos.values()})
@@ -132,6 +139,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     xs = [x for x, _ in pos.values()]
     pad = max(0.9, 0.06 * (max(xs) - min(xs)))  # labels centred on the edge nodes stay inside
     fig.update_xaxes(range=[min(xs) - pad, max(xs) + pad])
+    stack_top(fig, title, height)  # the title, then the legend under it: never one over the other
     return fig
 
 
@@ -175,9 +183,23 @@ def _draw_focus(fig: go.Figure, pos: dict, trace: StepTrace, focus: tuple[int, .
     keys = [node_key(i) for i in focus if 0 <= i < len(trace.nodes) and node_key(i) in pos]
     if keys:
         fig.add_trace(go.Scatter(x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers",
-                                 hoverinfo="skip", name=STATUS_LABELS["focus"], meta="focus",
+                                 hoverinfo="skip", name=LEGEND["focus"], meta="focus",
                                  marker=dict(size=30, symbol="circle-open", color=STATUS_COLORS["focus"],
                                              line=dict(width=2.5))))
+
+
+def _draw_compare(fig: go.Figure, pos: dict, trace: StepTrace, nodes: tuple[int, ...]) -> None:
+    """'q = 0.62 vs p = 0.03' beside each node the target judged and rejected: why the walk stopped there."""
+    for i in nodes:
+        key = node_key(i)
+        if not (0 <= i < len(trace.nodes)) or key not in pos or trace.nodes[i].p is None:
+            continue
+        n = trace.nodes[i]
+        fig.add_annotation(x=pos[key][0], y=pos[key][1], ax=28, ay=-34, showarrow=True, arrowhead=2, arrowwidth=1.5,
+                           arrowcolor=STATUS_COLORS["rejected"], font=dict(size=11, color=STATUS_COLORS["rejected"]),
+                           bgcolor="rgba(255,255,255,0.85)", bordercolor=STATUS_COLORS["rejected"], borderpad=2,
+                           text=f"{short(n.text, 8)}: draft q = {n.q:.2f} vs target p = {n.p:.2f}",
+                           name="p vs q")
 
 
 def _point(trace: StepTrace, v, choices: dict, labels_all: bool, reveal: Reveal) -> tuple[float, str, str]:
@@ -215,7 +237,7 @@ def _draw_nodes(fig: go.Figure, g, pos: dict, trace: StepTrace, choices: dict, l
             x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers+text",
             text=[t for _, _, t in points], textposition="middle center" if group else "top center",
             textfont=dict(size=9 if group else 10), hovertext=[h for _, h, _ in points], hoverinfo="text",
-            name=STATUS_LABELS.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
+            name=LEGEND.get(status, status), showlegend=status != "root", opacity=0.6 if faint else 1.0,
             marker=dict(size=[z for z, _, _ in points], color=STATUS_COLORS[status], line=dict(width=1, color="white"),
                         symbol=STATUS_SYMBOLS[status]),
             meta=status,
@@ -234,7 +256,7 @@ def _draw_bonus(fig: go.Figure, pos: dict, trace: StepTrace) -> None:
     fig.add_trace(go.Scatter(x=[parent[0], x], y=[parent[1], y], mode="lines", showlegend=False,
                              line=dict(color=STATUS_COLORS["bonus"], width=2, dash="dot"), hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", text=[short(bonus.text, 14)],
-                             textposition="bottom center", name=STATUS_LABELS["bonus"], meta="bonus",
+                             textposition="bottom center", name=LEGEND["bonus"], meta="bonus",
                              marker=dict(size=16, symbol="star", color=STATUS_COLORS["bonus"]),
                              hovertext=[f"<b>{show_token(bonus.text)}</b>: the target's own token "
                                         f"(p = {bonus.p:.3f}), committed after the accepted drafts"],

@@ -12,10 +12,19 @@ MAX_LISTED = 4  # tokens named per sentence; the picture shows them all
 
 @dataclass(frozen=True)
 class Quote:
-    """A number quoted from the trace, as shown (`spec`), with the field it comes from."""
+    """A number quoted from the trace, as shown (`spec`), with the field it comes from: a path, or paths joined
+    by ' + ' and ' − ' for a count derived from several fields (what passed a gate: candidates − cut_by_gate)."""
     value: object
     field: str
     spec: str = ".3g"
+
+
+def combined(terms: list[tuple[int, str, object]], spec: str = "d") -> Quote:
+    """Σ sign·value over `terms` [(+1 | −1, field path, value)], named by the same expression of paths, so the
+    page shows, and a test recomputes, where a derived count comes from."""
+    field = " ".join((f"{'+' if sign > 0 else '−'} " if k or sign < 0 else "") + path
+                     for k, (sign, path, _) in enumerate(terms))
+    return Quote(sum(sign * value for sign, _, value in terms), field, spec)
 
 
 @dataclass(frozen=True)
@@ -35,16 +44,19 @@ class TreePicture:
 
 @dataclass(frozen=True)
 class ExitPicture:
-    kind: str  # heatmap (the step's tokens up to `upto`) | bars (exit depths with the target's verdicts)
+    kind: str  # heatmap (the step's tokens up to `upto`) | bars (exit depths with the target's verdicts) |
+    # verify (the bars with the layers the verification pass computed above each exit)
     upto: int = 0
     focus: int | None = None  # the exit record a stage is about
+    compare: int | None = None  # the drafted token whose q the target's p is drawn against (the rejection)
 
 
 @dataclass(frozen=True)
 class Stage:
     name: str  # a short heading: "Root Top-K", "Level d = 2", "Verification"
-    parts: tuple[Part, ...]  # the sentence
+    parts: tuple[Part, ...]  # the details: how, in this step's own numbers (folded under the lead)
     picture: TreePicture | ExitPicture
+    lead: str = ""  # one plain sentence a newcomer reads first: what this stage does, without the numbers
 
 
 def policy(t: StepTrace) -> str:

@@ -35,7 +35,9 @@ def rule_stage(t: StepTrace) -> Stage:
         sb(t, "alpha"), ", L = ", sb(t, "num_layers", "d"), ": shallow layers, sure of themselves and often wrong, "
         "are flattened more. A token that reaches d_max = ", sb(t, "d_max", "d"), " layers without exiting ends the "
         "block", *bound]
-    return Stage("The rule", tuple(parts), ExitPicture("heatmap", 0))
+    return Stage("The rule", tuple(parts), ExitPicture("heatmap", 0),
+                 "SpecBound drafts with the target's own first layers, and lets each token stop early once a layer "
+                 "is confident enough.")
 
 
 def checks(t: StepTrace, i: int, e: ExitTrace) -> list[Part]:
@@ -82,7 +84,9 @@ def token_stage(t: StepTrace, i: int) -> Stage:
                   f"exits.{i}.unchecked_layers#", "d"), " layers without a check, shown only (the deepest, ℓ = ",
                   Quote(e.unchecked_layers[-1], f"exits.{i}.unchecked_layers.-1", "d"), ", would give ",
                   Quote(e.unchecked_annealed[-1], f"exits.{i}.unchecked_annealed.-1"), ")."]
-    return Stage(f"Token {i + 1}", tuple(parts), ExitPicture("heatmap", i + 1, i))
+    lead = (f"Token {i + 1} runs layer by layer until a check is confident enough to exit." if e.exit_layer is not None
+            else f"Token {i + 1} found no layer confident enough before d_max: a hard token, so drafting stops.")
+    return Stage(f"Token {i + 1}", tuple(parts), ExitPicture("heatmap", i + 1, i), lead)
 
 
 def stop_stage(t: StepTrace) -> Stage:
@@ -97,7 +101,8 @@ def stop_stage(t: StepTrace) -> Stage:
                   "block is rarely accepted whole."]
     else:
         parts.append(f"{STOP_WHY.get(stop or '', stop or 'no reason was recorded')}.")
-    return Stage("Why drafting stopped", tuple(parts), ExitPicture("heatmap", len(t.exits)))
+    return Stage("Why drafting stopped", tuple(parts), ExitPicture("heatmap", len(t.exits)),
+                 "Drafting stops at a token too hard to settle early, or when the block is long enough.")
 
 
 def verify_stage(t: StepTrace) -> Stage:
@@ -107,8 +112,11 @@ def verify_stage(t: StepTrace) -> Stage:
         sb(t, "layers_verify", "d"), " layer passes. In all the step computed ", sb(t, "layers_computed", "d"),
         " layers where plain decoding of its tokens would run τ·L = ", sb(t, "layers_full_equivalent", "d"), " (",
         sb(t, "compute_saved", ".0%"), " saved); δ = ", Quote(t.delta, "delta", ".3g"), " full forwards of "
-        "drafting, exit checks included. Every committed token has now been through all L layers."]
-    return Stage("Verification", tuple(parts), ExitPicture("bars"))
+        "drafting, exit checks included. Every committed token has now been through all L layers: in the "
+        "picture each token's drafting layers, and hatched above them the layers this one pass computed for it "
+        "(it recomputes a token from the shallowest layer an earlier token left inexact)."]
+    return Stage("Verification", tuple(parts), ExitPicture("verify"),
+                 "One pass runs every layer the drafted tokens skipped, so each has been through all L layers.")
 
 
 def verdict_stage(t: StepTrace) -> Stage:
@@ -125,4 +133,7 @@ def verdict_stage(t: StepTrace) -> Stage:
                   Quote(t.choices[k].p, f"choices.{k}.p"),
                   ") is the bonus"]
     parts += [": τ = ", Quote(t.tau, "tau", "d"), " token(s) committed."]
-    return Stage("The verdict", tuple(parts), ExitPicture("bars"))
+    miss = a if a < len(t.nodes) and t.nodes[a].p is not None else None
+    return Stage("The verdict", tuple(parts), ExitPicture("bars", compare=miss),
+                 "The target keeps the drafted tokens it agrees with, up to the first it would not have chosen, "
+                 "and adds one of its own.")

@@ -3,7 +3,7 @@ then each level as the policy grew it, quoting the level's own record (LevelTrac
 from __future__ import annotations
 
 from core.trace import LevelTrace, StepTrace
-from viz.walk_parts import Part, Quote, Stage, Tok, at_depth, deepest, hidden, listed, policy
+from viz.walk_parts import Part, Quote, Stage, Tok, at_depth, combined, deepest, hidden, listed, policy
 
 MAX_LEVEL_STAGES = 10  # deeper levels share one stage, so a 60-level chain is not 60 clicks
 
@@ -14,7 +14,8 @@ def start_stage(t: StepTrace) -> Stage:
                          " committed tokens; the root of its tree is the last of them"]
     parts += [f", and the {t.drafter} drafter proposes every child. "] if t.drafter else [". "]
     parts += rule(t)
-    return Stage("The root", tuple(parts), hidden(-1))
+    return Stage("The root", tuple(parts), hidden(-1),
+                 "A step drafts a tree of guesses after the text so far; then the target checks them all at once.")
 
 
 def rule(t: StepTrace) -> list[Part]:
@@ -65,6 +66,21 @@ def lv_quote(k: int, lv: LevelTrace, name: str, spec: str = "d") -> Quote:
     return Quote(getattr(lv, name), f"levels.{k}.{name}", spec)
 
 
+def lv_sum(k: int, lv: LevelTrace, *terms: tuple[int, str]) -> Quote:
+    """A count derived from the level's own fields, e.g. what passed the gate: candidates − cut_by_gate."""
+    return combined([(sign, f"levels.{k}.{name}", getattr(lv, name)) for sign, name in terms])
+
+
+def passed(k: int, lv: LevelTrace) -> Quote:
+    """Scored candidates at or above the gate."""
+    return lv_sum(k, lv, (1, "candidates"), (-1, "cut_by_gate"))
+
+
+def unscored(k: int, lv: LevelTrace) -> Quote:
+    """Children that pass the gate but were never scored (only each parent's best N − |T| can survive the
+    budget, so the policy scores no more): the part of cut_by_budget beyond the scored ones it cut."""
+    return lv_sum(k, lv, (1, "cut_by_budget"), (1, "cut_by_gate"), (1, "kept"), (-1, "candidates"))
+
 def topk_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
     """TALON's first k levels: Top-K whatever the draft believes."""
     nodes = at_depth(t, lv.depth)
@@ -75,31 +91,44 @@ def topk_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
         lv_quote(k, lv, "kept"), " whatever the draft's confidence (a small draft is often sure of a wrong "
         "token; one branch would risk the whole step): "]
     parts += listed(t, nodes, "q" if lv.depth == 0 else "score")
-    parts += [". Top-K cut ", lv_quote(k, lv, "cut_by_topk"), "; the budget has N − |T| = ",
-              lv_quote(k, lv, "budget_left"), " nodes left."]
+    parts += [". Top-K cut ", lv_quote(k, lv, "cut_by_topk"), " (", lv_quote(k, lv, "candidates"), " − ",
+              lv_quote(k, lv, "kept"), "); the budget has N − |T| = ", lv_quote(k, lv, "budget_left"), " nodes left."]
     name = "Root Top-K" if lv.depth == 0 else f"d = {lv.depth} Top-K"
-    return Stage(name, tuple(parts), hidden(lv.depth, tuple(nodes)))
+    lead = ("TALON keeps the draft's few best first guesses, however sure the draft is." if lv.depth == 0 else
+            f"At depth {lv.depth} TALON again keeps the few best children, whatever the draft believes.")
+    return Stage(name, tuple(parts), hidden(lv.depth, tuple(nodes)), lead)
 
 
 def gate_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
-    """TALON's gated levels: one pool, its anchor m_d, the gate μ·m_d, then the budget."""
+    """TALON's gated levels: one pool, its anchor m_d, the gate μ·m_d, then the budget. Every count is the
+    level record's own or derived from it (candidates − cut_by_gate passed the gate), so the sentence adds up."""
     nodes = at_depth(t, lv.depth)
     parts: list[Part] = [
         f"Level d = {lv.depth}: the children of all ", lv_quote(k, lv, "frontier"), " frontier nodes are pooled "
         "(one batched draft forward) and ", lv_quote(k, lv, "candidates"), " of them scored by p(u) = "
-        "p(parent)·q. The best sets the anchor m_d = ", lv_quote(k, lv, "anchor", ".3g"),
-        ", so the gate is μ·m_d = ",
-        lv_quote(k, lv, "gate", ".3g"), ". The gate cuts ", lv_quote(k, lv, "cut_by_gate")]
+        "p(parent)·q (each parent's best N − |T| = ", lv_sum(k, lv, (1, "budget_left"), (1, "kept")),
+        ": no more could fit the budget). The best sets the anchor m_d = ", lv_quote(k, lv, "anchor", ".3g"),
+        ", so the gate is μ·m_d = ", lv_quote(k, lv, "gate", ".3g"), ". The gate cuts ",
+        lv_quote(k, lv, "cut_by_gate"), " of the ", lv_quote(k, lv, "candidates")]
     cut = next((j for j, c in enumerate(t.pruned) if c.depth == lv.depth and c.reason == "gate"), None)
     if cut is not None:
         parts += [" (the best of them, ", Tok(t.pruned[cut].text), " at p(u) = ",
                   Quote(t.pruned[cut].score, f"pruned.{cut}.score"), ", falls short)"]
-    if lv.cut_by_budget:
-        parts += ["; the budget cuts ", lv_quote(k, lv, "cut_by_budget"), " more that passed the gate"]
+    parts += [", so ", passed(k, lv), " pass it"]
+    over = lv.candidates - lv.cut_by_gate - lv.kept
+    if over:
+        parts += ["; the budget has room for ", lv_quote(k, lv, "kept"), " and cuts the other ",
+                  lv_sum(k, lv, (1, "candidates"), (-1, "cut_by_gate"), (-1, "kept")), " by p(u)"]
+    if lv.cut_by_budget - over > 0:
+        parts += [". ", unscored(k, lv), " more children would pass the gate but were never scored, since only "
+                  "each parent's best N − |T| could fit: the budget cuts ", lv_quote(k, lv, "cut_by_budget"),
+                  " in all"]
     parts += ["; ", lv_quote(k, lv, "kept"), " are kept"]
     parts += [": "] + listed(t, nodes) if nodes else []
     parts += [". Budget left N − |T| = ", lv_quote(k, lv, "budget_left"), "."]
-    return Stage(f"Level d = {lv.depth}", tuple(parts), hidden(lv.depth, tuple(nodes)))
+    lead = (f"At depth {lv.depth} TALON pools every child, keeps those whose path score is at least μ times the "
+            "best one, and stops when the node budget is spent.")
+    return Stage(f"Level d = {lv.depth}", tuple(parts), hidden(lv.depth, tuple(nodes)), lead)
 
 
 def static_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
@@ -111,7 +140,10 @@ def static_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
         lv_quote(k, lv, "anchor", ".3g"), ") and the next best, ", lv_quote(k, lv, "kept"), " in all, form the next "
         "frontier (", lv_quote(k, lv, "cut_by_topk"), " left behind). The tree gets one level deeper, and costs one "
         "more draft forward, whatever the context; the picture shows the ones the final rerank keeps."]
-    return Stage(f"Level d = {lv.depth}", tuple(parts), hidden(lv.depth, tuple(nodes)))
+    if not nodes:
+        parts.append(" None of this level's candidates made the final best N, so it shows nothing here.")
+    return Stage(f"Level d = {lv.depth}", tuple(parts), hidden(lv.depth, tuple(nodes)),
+                 f"At depth {lv.depth} the static tree expands its best nodes by a fixed width, whatever the context.")
 
 
 def chain_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
@@ -123,7 +155,8 @@ def chain_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
                   "; its path score is p(u) = ", Quote(t.nodes[i].score, f"nodes.{i}.score"), "."]
     else:
         parts.append(".")
-    return Stage(f"Token {lv.depth + 1}", tuple(parts), hidden(lv.depth, tuple(nodes)))
+    return Stage(f"Token {lv.depth + 1}", tuple(parts), hidden(lv.depth, tuple(nodes)),
+                 f"Token {lv.depth + 1} of the chain: the drafter's own best guess after the one before.")
 
 
 def tail_stage(t: StepTrace, group: list[int]) -> Stage:
@@ -134,12 +167,15 @@ def tail_stage(t: StepTrace, group: list[int]) -> Stage:
     parts: list[Part] = [f"Levels d = {first} … {last}: ", str(len(group)), " more draft forwards keep ",
                          Quote(sum(t.levels[k].kept for k in group), f"levels.{a}:{b}.kept", "d"), " nodes in all"]
     if policy(t) == "talon":
-        parts += ["; the gate cuts ", Quote(sum(t.levels[k].cut_by_gate for k in group),
-                                            f"levels.{a}:{b}.cut_by_gate", "d"),
+        parts += [" of ", Quote(sum(t.levels[k].candidates for k in group), f"levels.{a}:{b}.candidates", "d"),
+                  " scored; the gate cuts ", Quote(sum(t.levels[k].cut_by_gate for k in group),
+                                                   f"levels.{a}:{b}.cut_by_gate", "d"),
                   ", the budget ", Quote(sum(t.levels[k].cut_by_budget for k in group),
-                                         f"levels.{a}:{b}.cut_by_budget", "d")]
+                                         f"levels.{a}:{b}.cut_by_budget", "d"),
+                  " (children never scored, as no more could fit, included)"]
     parts += [". A confident context makes a narrow, deep tree."]
-    return Stage(f"Levels d = {first}…{last}", tuple(parts), hidden(last, tuple(nodes)))
+    return Stage(f"Levels d = {first}…{last}", tuple(parts), hidden(last, tuple(nodes)),
+                 "The deepest levels, summed up: each costs one more draft forward.")
 
 
 def depth_stage(t: StepTrace, depth: int) -> Stage:
@@ -148,4 +184,5 @@ def depth_stage(t: StepTrace, depth: int) -> Stage:
     nodes = [i for i, n in enumerate(t.nodes) if n.depth == depth or last and n.depth > depth]
     name = f"Token {depth + 1}" if policy(t) == "chain" else f"Depth d = {depth}" + ("…" if last else "")
     parts: list[Part] = [f"{name}: ", str(len(nodes)), " node(s) drafted: ", *listed(t, nodes, "q"), "."]
-    return Stage(name, tuple(parts), hidden(deepest(t) if last else depth, tuple(nodes)))
+    return Stage(name, tuple(parts), hidden(deepest(t) if last else depth, tuple(nodes)),
+                 f"What was drafted at {name.lower()} (this record keeps no per-level detail).")

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from core.trace import StepTrace
 from viz.escape import esc, num
+from viz.text import wrap_title
 from viz.exits_fig import confidence_heatmap, exit_bars
 from viz.tree_fig import natural_height, tree_figure, visible
 from viz.walk import stages
@@ -27,12 +28,15 @@ def sentence_html(stage: Stage) -> str:
 
 
 def stage_html(all_stages: list[Stage], at: int, heading: str) -> str:
-    """The stage's heading, its sentence and the list of stages with this one marked."""
+    """The stage's heading, its plain lead sentence, the details in this step's numbers folded below it, and
+    the list of stages with this one marked."""
     stage = all_stages[at]
     items = "".join(f'<li class="{"ss-on" if i == at else ""}">{esc(s.name)}</li>' for i, s in enumerate(all_stages))
     return (f'<div class="ss-walk-head">{esc(heading)} · stage <b class="ss-walk-at">{at + 1}</b> of '
             f'<b class="ss-walk-of">{len(all_stages)}</b>: <b class="ss-walk-name">{esc(stage.name)}</b></div>'
-            f'<p class="ss-walk-say" role="status" aria-live="polite">{sentence_html(stage)}</p>'
+            f'<p class="ss-walk-say" role="status" aria-live="polite">{esc(stage.lead)}</p>'
+            f'<details class="ss-walk-more"><summary>How, in this step\'s numbers</summary>'
+            f'<p class="ss-walk-detail">{sentence_html(stage)}</p></details>'
             f'<ol class="ss-walk-stages">{items}</ol>')
 
 
@@ -41,12 +45,13 @@ def stage_figure(trace: StepTrace, shadow: StepTrace | None, stage: Stage, title
     """The stage's picture; trees keep one height through the walk, so levels stay where they were."""
     pic = stage.picture
     if isinstance(pic, ExitPicture):
-        if pic.kind == "bars":
-            fig = exit_bars(trace, height=380)
+        if pic.kind in ("bars", "verify"):
+            fig = exit_bars(trace, height=380, verify=pic.kind == "verify", compare=pic.compare)
         else:
             fig = confidence_heatmap(trace, annealed, height=440, upto=pic.upto, focus=pic.focus)
         shown = "annealed" if annealed else "raw"
-        fig.layout.title.text = title if pic.kind == "bars" else f"{title} · {shown} confidence, faint: no check"
+        fig.layout.title.text = (wrap_title(title) if pic.kind != "heatmap" else
+                                 wrap_title(f"{title} · {shown} confidence, faint: no check"))
         return fig
     source = shadow if pic.shadow and shadow is not None else trace
     height = max(natural_height(trace), natural_height(shadow))
