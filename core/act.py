@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
+import time
 from dataclasses import dataclass
 
 import torch
 
 from core.cost_model import median_ms
+from core.engine import sync
 from core.exit_heads import ExitHeads, exit_vocab
 from core.layer_heads import LayerHeads
 from core.model import CausalLM
@@ -58,23 +61,36 @@ class CheckCost:
 
 @functools.lru_cache(maxsize=8)
 @torch.inference_mode()
-def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, reps: int = 15) -> CheckCost:
+def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, reps: int = 21) -> CheckCost:
     """What one exit check over one token costs (over the V_exit most frequent tokens; 0: all the heads'), against
     a decoder layer, timed where decoding meets them: after a pass through every layer, so neither finds its
-    weights still in the CPU's cache (timed alone, over and over, a small matrix would look free)."""
+    weights still in the CPU's cache (timed alone, over and over, a small matrix would look free). A pass and a
+    pass followed by a check alternate, and the check is the median of their paired differences: a noisy
+    machine drifts between two separate medians by more than a check costs."""
     vocab = exit_vocab(lm, v_exit)
     h = lm.embed(torch.tensor([1], device=lm.device))  # (1, d)
     cache = lm.new_cache(64)
     pos = torch.tensor([32], device=lm.device)
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
     L, mid = lm.num_layers, max(1, lm.num_layers // 2)  # any layer below L costs the same
-    for _ in range(2):  # first calls allocate (a head's row gather, the LM head's buffers): not what a check costs
+
+    def timed(check: bool) -> float:
+        t0 = time.perf_counter()
         lm.forward_layers(h, pos, cache, 32, mask, 0, L)
-        heads.logits(lm, mid, h, vocab)
-    t_pass = median_ms(lambda: lm.forward_layers(h, pos, cache, 32, mask, 0, L), reps)
-    t_check = median_ms(lambda: (lm.forward_layers(h, pos, cache, 32, mask, 0, L), heads.logits(lm, mid, h, vocab)), reps)
+        if check:
+            heads.logits(lm, mid, h, vocab)
+        sync(lm.device)
+        return (time.perf_counter() - t0) * 1000
+
+    for _ in range(2):  # first calls allocate (a head's row gather, the LM head's buffers): not what a check costs
+        timed(True)
+    passes, diffs = [], []
+    for _ in range(reps):
+        plain = timed(False)
+        passes.append(plain)
+        diffs.append(timed(True) - plain)
     t_alone = median_ms(lambda: heads.logits(lm, mid, h, vocab), reps)  # a floor where the difference is noise
-    return CheckCost(t_pass / L, max(t_alone, t_check - t_pass))
+    return CheckCost(statistics.median(passes) / L, max(t_alone, statistics.median(diffs)))
 
 
 def head_cost_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0) -> float:

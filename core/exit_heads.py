@@ -50,6 +50,7 @@ class ExitHeads(torch.nn.Module):
         self.up = torch.nn.Parameter(torch.zeros(n, hidden, rank))  # (L-1, d, r)
         self.kind = TRAINED if rank > 0 else LOGIT_LENS
         self.exit_layers: tuple[int, ...] | None = None  # the check set measured best for these heads (META)
+        self.agreement: list[float] | None = None  # held-out top-1 agreement with the final layer, per ℓ (META)
         # V_exit -> the LM head's rows (and bias); exit_vocab gives one vocabulary per size
         self._rows: dict[int, tuple] = {}
 
@@ -141,8 +142,10 @@ def load_heads(lm: CausalLM, folder: Path | None = None) -> ExitHeads:
                          f"but the model has {lm.num_layers} layers of width {lm.config.hidden_size}")
     heads = ExitHeads(lm.num_layers, d, r)
     heads.load_state_dict({k: v.float() for k, v in tensors.items()})
-    stored = read_meta(folder).get("exit_layers")
-    heads.exit_layers = tuple(int(x) for x in stored) if stored else None
+    meta = read_meta(folder)
+    heads.exit_layers = tuple(int(x) for x in meta["exit_layers"]) if meta.get("exit_layers") else None
+    agreement = meta.get("heldout", {}).get("head")
+    heads.agreement = [float(a) for a in agreement] if agreement else None
     return heads.to(lm.device).eval().requires_grad_(False)
 
 

@@ -119,14 +119,14 @@ ALPHA = Knob("alpha", "α (annealing)", float, 0.5, "ACT: T_ℓ = 1 + α(1 − �
              "gives no value: ours)", 0, None, step=0.05, ui_max=4.0, link="alpha",
              page_help="T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns ACT off. "
              "The paper gives no value: 0.5 is ours.")
-TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.1,
+TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.2,
                 "a drafted token exits at the first checked layer whose annealed confidence reaches τ_exit", 0, 1,
                 step=0.01, ui_min=0.05, link="tau")
-D_MAX = Knob("d_max", "d_max (depth bound)", int, 4, "a token that reaches d_max layers without exiting ends the "
+D_MAX = Knob("d_max", "d_max (depth bound)", int, 6, "a token that reaches d_max layers without exiting ends the "
              "block (a check always happens at d_max); above L means L, where a token always exits (" + OURS + ")",
              1, None, ui_max=64, link="dmax", page_help="A token that reaches d_max layers without exiting ends the "
              f"block: a check always happens at d_max. Above L it is L, where a token always exits ({OURS}).")
-W_MAX = Knob("w_max", "w_max (width bound)", int, 8, "at most w_max tokens drafted before verification (0: unbounded)",
+W_MAX = Knob("w_max", "w_max (width bound)", int, 3, "at most w_max tokens drafted before verification (0: unbounded)",
              0, None, ui_min=1, ui_max=32, link="wmax",
              page_help="At most w_max tokens are drafted before the target verifies them.")
 MIN_EXIT = Knob("min_exit_layer", "ℓ_min (lowest exit layer)", int, 1, "no exit check below this layer (" + OURS
@@ -149,7 +149,7 @@ EXIT_HEADS = Knob("exit_heads", "exit heads", str, "paper", "what a check reads:
 
 SELF_LAYER = Knob("self_layer", "ℓ_self (self-draft layer)", int, 4, "drafter self: the target drafts with its first "
                   "ℓ_self layers and the exit head after that layer; 1 ≤ ℓ_self ≤ L − 1 (" + OURS + ")", 1, None,
-                  ui_max=64, link="sl", page_help="The target drafts with its own first ℓ_self layers and the exit "
+                  ui_max=64, page_help="The target drafts with its own first ℓ_self layers and the exit "
                   f"head there; its verification reuses those layers' K/V ({OURS}).")
 
 TEMPERATURE = Knob("temperature", "temperature", float, 0.0, "0 = greedy (the output must equal plain decoding); > 0 "
@@ -170,18 +170,19 @@ DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,)}  # knobs a 
 SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
 ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in (*METHOD_KNOBS.values(), *DRAFTER_KNOBS.values()) for k in ks}
 
-# Named settings. paper: the papers' (= the declared defaults; SpecBound checks at every layer from the first
-# over the whole vocabulary; its α, τ_exit, d_max and w_max are ours, since the paper gives none: they are
-# tuned per task). embedded: the best tree measured on the embedded pair (README, "Presets"): on a CPU a
-# tree's verification costs about linearly in its size, so the fastest tree is small, and a small budget pays
-# only when it goes deep. auto: that shape with N chosen per step for this machine (core/auto_budget.py), N
-# here only its cap. fast: SpecBound with the exit-layer set stored with the heads (measured fastest) over a
-# reduced exit vocabulary (README, "SpecBound"). A preset sets the knobs it names; the others keep their
-# defaults.
+# Named settings. paper: the papers' (= the declared defaults; SpecBound checks at every layer from the first over
+# the heads' whole vocabulary; its α, τ_exit, d_max and w_max are ours, since the paper gives none: they are
+# tuned per task, here by README's "SpecBound" sweep on the per-layer heads). embedded: the best tree measured
+# on the embedded pair (README, "Presets"): on a CPU a tree's verification costs about linearly in its size, so
+# the fastest tree is small, and a small budget pays only when it goes deep. auto: that shape with N chosen per
+# step for this machine (core/auto_budget.py), N here only its cap. fast: SpecBound with the exit-layer set
+# stored with the heads (measured fastest) over a reduced exit vocabulary, a higher τ_exit and a shallower d_max
+# (README, "SpecBound"). A preset sets the knobs it names; the others keep their defaults.
 _TREE = (N, K, MU, K_INIT, DEPTH, SHAPE_T)
-_PAPER = {k.name: k.default for k in _TREE + METHOD_KNOBS["specbound"]}
+_SB = tuple(k for k in METHOD_KNOBS["specbound"] if k is not EXIT_HEADS)  # both presets exit through the default heads
+_PAPER = {k.name: k.default for k in _TREE + _SB}
 _SMALL_DEEP = {**{k.name: k.default for k in _TREE}, "K": 2, "mu": 0.1, "shape_temperature": 0.5}
-_FAST = {**{k.name: k.default for k in METHOD_KNOBS["specbound"]}, "min_exit_layer": 2, "exit_layers": "stored",
+_FAST = {**{k.name: k.default for k in _SB}, "tau_exit": 0.3, "d_max": 4, "min_exit_layer": 2, "exit_layers": "stored",
          "exit_vocab": 1024}
 PRESETS: dict[str, dict[str, float | int | str]] = {
     "paper": _PAPER,

@@ -142,7 +142,8 @@ class SpecBoundMethod:
             head_evals=block.head_evals, head_cost_layers=h_cost, kv_propagated=block.propagated,
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
-            layers_redone=sum(e - x for e, x in zip(block.depth, block.exact_depth)))
+            layers_redone=sum(e - x for e, x in zip(block.depth, block.exact_depth)),
+            head_agreement=list(plan.heads.agreement or []))
 
 
 def parse_exit_layers(text: str) -> ExitLayers:

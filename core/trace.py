@@ -126,6 +126,8 @@ class SpecBoundStep:
     exit_vocab: int | None = None  # V_exit the checks scored (their softmax is over these tokens, but for layer
     # L's); 0: the whole vocabulary; None: not recorded (older exports)
     d_max_asked: int = 0  # the d_max knob as given (d_max above is clamped to L); 0 in older exports
+    head_agreement: list[float] = field(default_factory=list)  # held-out top-1 agreement with the last layer of the
+    # heads it exits through, per layer ℓ = 1..L−1, from their training record; empty when unknown (the lens)
     layers_redone: int = 0  # drafted layer passes the verification ran again (a shallower exit before them left
     # their deeper K/V inexact: Σ_j e_j − x_j); 0 in older exports
 

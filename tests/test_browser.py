@@ -309,7 +309,7 @@ def test_an_imported_trace_with_markup_runs_no_script(app, tmp_path):
 def test_cancel_a_compare_run_keeps_the_page_usable(page):
     start_compare(page, 64)
     page.get_by_text("estimated").first.wait_for(timeout=60_000)  # the estimate comes first
-    page.wait_for_function("/1 of 6 done/.test(document.querySelector('#compare-status').textContent)",
+    page.wait_for_function("/1 of 7 done/.test(document.querySelector('#compare-status').textContent)",
                            timeout=120_000)
     page.click("#compare-cancel")
     page.wait_for_function("/Cancelled after/.test(document.querySelector('#compare-status').textContent)",

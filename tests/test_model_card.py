@@ -31,8 +31,9 @@ def test_reproduce_command_carries_every_shape_knob(tmp_path):
 
 
 def test_weights_fit_the_budget():
+    """45 MB: the pair, the EAGLE-3 head and both kinds of exit heads (the per-layer heads add 5.8 MB)."""
     total = sum(p.stat().st_size for p in MODELS.rglob("*.safetensors"))
-    assert total <= 40e6
+    assert total <= 45e6
 
 
 def test_card_of_a_layerskip_target_says_both_stages(tmp_path):

@@ -291,7 +291,7 @@ def test_trace_records_the_step(target, heldout_prompts):
     for e in t.exits:
         assert len(e.layers) == len(e.raw_conf) == len(e.annealed_conf) == len(e.temperature) == len(e.top_texts)
     d = t.specbound
-    assert d.heads in ("trained", "logit-lens") and d.num_layers == L
+    assert d.heads == "paper" and d.num_layers == L and len(d.head_agreement) == L - 1  # the per-layer heads
     assert d.layers_computed == d.layers_draft + d.layers_verify
     assert d.layers_full_equivalent == t.tau * L
     assert t.delta == pytest.approx((d.layers_draft + d.head_evals * d.head_cost_layers) / L)
@@ -328,15 +328,15 @@ def test_checks_happen_at_d_max_and_at_the_chosen_layers_below_it(target):
     """paper (the default): every layer from the first; fast: the set stored with the heads (measured by
     cli.tune_specbound --choose-exit-layers) from ℓ_min = 2; any set: plus d_max, always."""
     heads = heads_for(target)
-    stored = json.loads((heads_dir(target.name) / "exit_heads.json").read_text())["exit_layers"]
+    stored = json.loads((heads_dir(target.name) / "layer_heads.json").read_text())["exit_layers"]
     assert heads.exit_layers == tuple(stored)
     settings = {"paper": {}, "fast": {"preset": "fast"}, "2;3": {"exit_layers": "2;3"},
                 "fast, d_max 6": {"preset": "fast", "d_max": 6}, "stored, d_max 2": {"exit_layers": "stored", "d_max": 2}}
     checked = {label: Session(target, build_specbound_method(**given, record_raw=False), "def add(a, b):",
                               max_new_tokens=4).step().specbound.exit_layers for label, given in settings.items()}
-    assert checked["paper"] == [1, 2, 3, 4]
+    assert checked["paper"] == [1, 2, 3, 4, 5, 6]  # d_max = 6
     assert checked["fast"] == sorted({ell for ell in stored if 2 <= ell < 4} | {4})
-    assert checked["2;3"] == [2, 3, 4]
+    assert checked["2;3"] == [2, 3, 6]  # the default d_max = 6
     assert checked["fast, d_max 6"] == sorted({ell for ell in stored if 2 <= ell < 6} | {6})
     assert checked["stored, d_max 2"] == [2]
 

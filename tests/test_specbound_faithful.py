@@ -12,7 +12,7 @@ from core.specbound import check_layers
 from ui.knobs import SPECBOUND_KNOBS, SPECBOUND_PRESETS, apply_specbound_preset
 from viz.run_heatmap import run_heatmap
 
-D_MAXES = (2, 4, 6, 8)
+D_MAXES = {"paper": (2, 3, 4), "fast": (2, 4, 6, 8)}  # paper's w_max = 3 binds above d_max = 4 here
 
 
 def test_a_check_always_happens_at_d_max():
@@ -27,7 +27,7 @@ def test_every_d_max_drafts_differently_commits_more_than_one_token_and_equals_a
                                                                                    ar_reference, preset):
     prompts = heldout_prompts[:2]
     runs = {}
-    for d_max in D_MAXES:
+    for d_max in D_MAXES[preset]:
         method = build_method("specbound", preset=preset, d_max=d_max, record_raw=0)
         results = [Session(target, method, p, max_new_tokens=24).generate() for p in prompts]
         for p, r in zip(prompts, results):
@@ -37,7 +37,7 @@ def test_every_d_max_drafts_differently_commits_more_than_one_token_and_equals_a
                        tuple(tuple(t.tau for t in r.traces) for r in results))
         assert all(t.specbound.exit_layers[-1] == d_max for r in results for t in r.traces)
     assert all(mat > 1 for mat, _ in runs.values()), runs
-    assert len({steps for _, steps in runs.values()}) == len(D_MAXES)  # four different drafts
+    assert len({steps for _, steps in runs.values()}) == len(D_MAXES[preset])  # a different draft at each
 
 
 def test_the_presets_are_the_papers_settings_and_ours_by_name():
@@ -54,8 +54,10 @@ def test_paper_and_fast_are_one_click_apart_on_the_page():
     paper, fast = list(SPECBOUND_PRESETS)
     assert paper.startswith("paper") and fast.startswith("fast") and "ours, not the paper's" in fast
     names = [k.name for k in SPECBOUND_KNOBS] + ["exit_layers"]
-    assert dict(zip(names, apply_specbound_preset(paper))) == resolve("specbound", {"preset": "paper"})
-    assert dict(zip(names, apply_specbound_preset(fast))) == resolve("specbound", {"preset": "fast"})
+    page = lambda preset: {k: v for k, v in resolve("specbound", {"preset": preset}).items()  # noqa: E731
+                           if k != "exit_heads"}  # the page exits through the default heads (the CLI may pick others)
+    assert dict(zip(names, apply_specbound_preset(paper))) == page("paper")
+    assert dict(zip(names, apply_specbound_preset(fast))) == page("fast")
     assert {"exit_vocab", "min_exit_layer"} <= {k.name for k in SPECBOUND_KNOBS}  # V_exit and ℓ_min on the page
     for k in SPECBOUND_KNOBS:
         if k.name in ("exit_vocab", "min_exit_layer"):

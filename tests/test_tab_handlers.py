@@ -26,10 +26,10 @@ def test_compare_runs_every_method_with_a_range_and_error_bars():
     updates = list(run_compare(PROMPT, 8, 0.0))
     assert set(updates[0]) == {"status"}  # the estimate comes first, alone
     assert "estimated" in updates[0]["status"] and "ms per token" in updates[0]["status"]
-    assert "1 of 6 done · running chain" in updates[1]["status"] and "left" in updates[1]["status"]
+    assert "1 of 7 done · running chain" in updates[1]["status"] and "left" in updates[1]["status"]
     rows, fig, status = (updates[-1][k] for k in ("table", "plot", "status"))
     assert "done in" in status
-    assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "specbound"]
+    assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "talon@self", "specbound"]
     assert rows[0][4] == "1.00×" and rows[0][5] == "reference"  # AR over itself, by construction
     assert all(r[5] == "✓" for r in rows[1:])  # every method was built, ran and equals AR
     ranges = [re.fullmatch(r"(\d+\.\d\d)× \((\d+\.\d\d)–(\d+\.\d\d)\)", r[4]) for r in rows[1:]]
@@ -48,9 +48,9 @@ def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
     assert [r[0] for r in rows] == ["ar"]
     assert "Nothing to cancel" in cancel_compare(other)  # another session's Cancel does not touch this run
     assert "Nothing to cancel" in cancel_sweep(me)  # nor this session's Cancel on the Tune tab
-    assert "Cancelled after 1 of 6" in cancel_compare(me)
+    assert "Cancelled after 1 of 7" in cancel_compare(me)
     rest = list(running)
-    assert len(rest) == 1 and rest[0]["table"] == rows and "Cancelled after 1 of 6" in rest[0]["status"]  # kept
+    assert len(rest) == 1 and rest[0]["table"] == rows and "Cancelled after 1 of 7" in rest[0]["status"]  # kept
     assert "Nothing to cancel" in cancel_compare(me)
     assert list(run_compare(PROMPT, 8, 0.0, request=me))[-1]["table"][-1][0] == "specbound"  # usable again
     assert step(None)["run"].traces  # and so is stepping
@@ -102,7 +102,8 @@ def test_tune_fixed_knobs_are_shown_and_reach_the_runs(monkeypatch):
         list(run_sweep("TALON: μ × N", "0.1", "6", 1, 8, fixed="μ = 0.2"))
     with pytest.raises(gr.Error, match="not a knob of specbound"):
         list(run_sweep("SpecBound: α × τ_exit", "0.5", "0.1", 1, 8, fixed="K = 2"))
-    assert fixed_text(act.fixed) == "d_max = 4, w_max = 8, ℓ_min = 2, exit layers = stored, V_exit = 1024"
+    assert fixed_text(act.fixed) == ("d_max = 4, w_max = 3, ℓ_min = 2, exit layers = stored, V_exit = 1024, "
+                                     "exit heads = paper")
 
 
 def test_the_page_shows_the_sweeps_fixed_knobs():

@@ -14,7 +14,7 @@ from ui.baseline import full_ar_pass
 from ui.config import RunConfig
 from ui.run import Run
 
-COMPARE_METHODS = ("ar", "chain", "static", "talon", "specbound")
+COMPARE_METHODS = ("ar", "chain", "static", "talon", "talon@self", "specbound")  # method@drafter: that drafter
 PARTS = ["plain AR (before the methods)", *COMPARE_METHODS[1:], "plain AR (after the methods)"]  # compare()'s runs
 
 
@@ -53,7 +53,8 @@ def run_method(method: str, knobs: dict, cfg: RunConfig,
                check: Callable[[], None] | None = None) -> Run | CompareRow:
     """Generate to the end with one method; a method that cannot run here gives a row saying so.
     `check` runs between engine calls (a cancelled Compare stops there)."""
-    m_cfg = replace(cfg, method=method, knobs=tuple(knobs.items()))
+    name, _, drafter = method.partition("@")
+    m_cfg = replace(cfg, method=name, knobs=tuple(knobs.items()), drafter=drafter or cfg.drafter)
     try:
         run = Run(m_cfg).to_end(check)
     except ValueError as exc:  # an unknown method or a drafter that does not fit: say so in its row
@@ -68,8 +69,8 @@ def method_row(f: Run, base: Baseline, passes: tuple[Baseline, Baseline] | None)
     spread = pooled_spread([([t.tau for t in f.traces], f.step_ms)], [[p] for p in passes or ()])
     lo, hi = (None, None) if spread is None else (spread.lo, spread.hi)
     check = "n/a (sampling)" if st.lossless is None else "✓" if st.lossless else "✗"
-    return CompareRow(f.config.method, f.output_text, st.mat, st.mean_delta, st.tok_s, st.speedup, check,
-                      lo=lo, hi=hi)
+    label = f"{f.config.method}@{f.config.drafter}" if f.config.drafter == "self" else f.config.method
+    return CompareRow(label, f.output_text, st.mat, st.mean_delta, st.tok_s, st.speedup, check, lo=lo, hi=hi)
 
 
 def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None) -> Iterator[list[CompareRow]]:

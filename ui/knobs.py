@@ -15,8 +15,8 @@ VIEW_KNOBS = {"talon": TALON_KNOBS, "specbound": SPECBOUND_KNOBS}
 PRESET_NAMES = {"paper": "paper defaults", "embedded": "best measured, embedded pair",
                 "auto": "auto: N chosen per step for this machine, T_shape fitted to the drafter"}
 SPECBOUND_PRESET_NAMES = {
-    "paper": "paper: checks at every layer from the first, whole vocabulary",
-    "fast": f"fast: the exit layers stored with the heads, V_exit = 1024, ℓ_min = 2 ({OURS})",
+    "paper": "paper: checks at every layer from the first, the heads' whole vocabulary",
+    "fast": f"fast: the exit layers stored with the heads, V_exit = 1024, ℓ_min = 2, τ_exit = 0.3, d_max = 4 ({OURS})",
 }
 
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import knobs
 from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
 from core.drafters import Drafter
 from core.eagle3_io import HeadLoadError
@@ -182,10 +183,11 @@ def drafter_weights(drafter: str, draft_name: str) -> str | None:
     return src
 
 
-def get_models(target_name: str, draft_name: str, needs_draft: bool,
-               drafter: str = "model") -> tuple[CausalLM, Drafter | None]:
+def get_models(target_name: str, draft_name: str, needs_draft: bool, drafter: str = "model",
+               options: dict | None = None) -> tuple[CausalLM, Drafter | None]:
     """The target (shared read-only weights: load_model caches them) and, when the method drafts, a fresh
-    drafter of the chosen kind for one session; raises ValueError with a one-line reason."""
+    drafter of the chosen kind for one session (`options`: its own knobs, e.g. ℓ_self); raises ValueError with a
+    one-line reason."""
     if drafter not in DRAFTERS:
         raise ValueError(f"unknown drafter '{drafter}' (choose from {', '.join(DRAFTERS)})")
     target_src = resolve_model(target_name, "target")
@@ -197,24 +199,24 @@ def get_models(target_name: str, draft_name: str, needs_draft: bool,
         raise ValueError(str(exc)) from None
     if not needs_draft:
         return target, None
-    return target, new_drafter(drafter, target, drafter_weights(drafter, draft_name))
+    return target, new_drafter(drafter, target, drafter_weights(drafter, draft_name), options)
 
 
-_FACTORIES: dict[tuple[str, int, str | None], DrafterFactory] = {}
+_FACTORIES: dict[tuple, DrafterFactory] = {}
 
 
-def new_drafter(name: str, target: CausalLM, weights: str | None = None) -> Drafter:
+def new_drafter(name: str, target: CausalLM, weights: str | None = None, options: dict | None = None) -> Drafter:
     """A fresh drafter (its own caches) for one session; the weights behind it (a draft LM, or an EAGLE-3 head:
     the embedded one fits the embedded target only) are loaded once per target and shared. Weights that do
-    not fit the target say why in one line."""
-    key = (name, id(target), weights)  # load_model caches targets, so the id is stable while the target lives
+    not fit the target, or a drafter knob out of its range, say why in one line."""
+    opts = knobs.drafter_options(name, options or {})
+    key = (name, id(target), weights, tuple(sorted(opts.items())))  # load_model caches targets: the id is stable
     if key not in _FACTORIES:
         try:
-            _FACTORIES[key] = drafter_factory(name, target, weights, device())
+            _FACTORIES[key] = drafter_factory(name, target, weights, device(), opts)
         except (HeadLoadError, ModelLoadError) as exc:
             raise ValueError(f"drafter '{name}' cannot be used with this target: {exc}") from None
     return _FACTORIES[key]()
-
 
 
 def preload() -> None:

@@ -15,6 +15,7 @@ from ui import learn
 from ui.knobs import (OURS, PRESETS, SPECBOUND_KNOBS, SPECBOUND_PRESETS, TALON_KNOBS, Knob, apply_preset,
                       apply_specbound_preset)
 from core.drafter_loading import REGISTRY, offered_drafters
+from core.knobs import DRAFTER_KNOBS, SELF_LAYER
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
 
@@ -115,7 +116,19 @@ def drafter_input(elem_id: str) -> gr.Radio:
 
 
 def talon_config(v: dict) -> tuple[str | None, str, dict]:
-    return v.get("drafter") or DEFAULT_DRAFTER, v.get("draft") or "embedded", {"auto": 1} if v.get("auto") else {}
+    """The drafter, its weights, and the knobs that are not sliders: auto, and the drafter's own (ℓ_self)."""
+    drafter = v.get("drafter") or DEFAULT_DRAFTER
+    extra = {"auto": 1} if v.get("auto") else {}
+    for k in DRAFTER_KNOBS.get(drafter, ()):  # checked against the target when the drafter is built
+        extra[k.name] = k.default if v.get(k.name) is None else v[k.name]
+    return drafter, v.get("draft") or "embedded", extra
+
+
+def self_layer_input() -> gr.Number:
+    """ℓ_self: a number, not a slider, since its range is the target's own (1 … L − 1); checked when the run starts."""
+    k = SELF_LAYER
+    return gr.Number(k.default, label=k.page_text, info=f"drafter self only: {k.info}", elem_id="talon-self-layer",
+                     min_width=160)
 
 
 def specbound_config(v: dict) -> tuple[str | None, str, dict]:
@@ -157,8 +170,9 @@ TALON = ViewSpec(
                 redraws=True),
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
                                                          "the cap) and fit T_shape to the drafter", elem_id="talon-auto")),
+        Control("self_layer", self_layer_input),
     ),
-    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat"), config=talon_config,
+    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat", "self_layer"), config=talon_config,
     learn=("Learn: steps, trees, the gate, drafters and hardware",
            learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS),
     extras=("static", "scatter", "stats"), extras_inputs=("show_pruned", "with_static"), before_extras=draw_static,

@@ -108,12 +108,22 @@ def tree_panels(run: Run | None, index: int | None, show_pruned: bool = True, wi
                 acceptance=depth_acceptance_bars(acceptance_by_depth(shown)))
 
 
+HEAD_KINDS = {"paper": "a light LM head of its own per layer (the paper's kind)",
+              "trained": "adapters over the model's own final norm and LM head (shared, ours)"}
+
+
 def heads_note(trace) -> str:
-    heads = None if trace.specbound is None else trace.specbound.heads
+    """Which heads the exits read, and how often each layer's head agrees with the last layer (held out)."""
+    d = trace.specbound
+    heads = None if d is None else d.heads
     if heads == "logit-lens":
         return ("Exit heads: none trained for this model, so each layer is read through the model's own final norm "
                 "and LM head (logit lens); confidences are lower than trained heads would give.")
-    return f"Exit heads: {heads}." if heads else ""
+    if not heads:
+        return ""
+    agree = "; ".join(f"ℓ{ell} {a:.0%}" for ell, a in enumerate(d.head_agreement, start=1))
+    agree = f" Held-out agreement with the last layer: {agree}." if agree else ""
+    return f"Exit heads: {HEAD_KINDS.get(heads, heads)}.{agree}"
 
 
 def checks_note(trace) -> str:

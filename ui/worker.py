@@ -40,7 +40,7 @@ def new_session(cfg, prefix: list[int] | None = None) -> tuple[Session, list[tup
     (in the target's chat template when cfg.chat says so) or from `prefix` ids. Also the prompt as the page
     shows it: (text, added by the template?) parts."""
     m = build_method(cfg.method, **dict(cfg.knobs))
-    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter)
+    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter, dict(cfg.knobs))
     tok = target.tokenizer
     if prefix is not None:
         return Session(target, m, prefix, cfg.sampling, cfg.max_new_tokens, draft), []
