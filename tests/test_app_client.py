@@ -134,7 +134,8 @@ def test_compare_tune_and_cost_endpoints_keep_their_positional_order(app_url):
     client = Client(app_url, verbose=False)
     table, *_, status = client.predict(example_prompts()[1], 8, 0.0, "embedded", "embedded", "eagle3", "embedded",
                                       "auto", api_name="/compare")
-    assert "done in" in status and [r[0] for r in table["data"]] == ["ar", "chain", "static", "talon", "specbound"]
+    rows = [r[0] for r in table["data"]]
+    assert "done in" in status and rows == ["ar", "chain", "static", "talon", "talon@self", "specbound"]
     *_, summary, status = client.predict("TALON: μ × N", "0.1", "8", 1, 8, "embedded", "embedded", "eagle3", "auto",
                                          "K = 3, T_shape = 0.7", api_name="/sweep")
     assert "done in" in status and "K = 3, k = 1, T_shape = 0.7" in summary and "too few tokens to rank" in summary
