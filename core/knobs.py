@@ -111,6 +111,9 @@ SHAPE_T = Knob("shape_temperature", "T_shape (shaping temperature)", float, 1.0,
                page_label="T_shape (sharpen q)", page_help="The trees see softmax(z / T_shape) of the drafter's "
                "logits: below 1 sharpens a flat q so the gate goes deeper. Ours, not the paper's; verification is "
                "untouched.")
+MU_SCHEDULE = Knob("mu_schedule", "μ schedule", str, "fixed", "fixed: μ as set; adaptive: μ moved after every "
+                   "verification by what it returned (core/mu_schedule.py; " + "ours, not the paper's" + ")",
+                   slider=False)
 AUTO = Knob("auto", "auto", int, 0, "choose N per step from the measured cost curve (core/auto_budget.py)", 0, 1,
             on_cli=False, slider=False)
 
@@ -163,7 +166,7 @@ METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
     "ar": (),
     "chain": (GAMMA,),
     "static": (N, K, DEPTH, SHAPE_T, AUTO),
-    "talon": (N, K, MU, K_INIT, SHAPE_T, AUTO),
+    "talon": (N, K, MU, K_INIT, SHAPE_T, AUTO, MU_SCHEDULE),
     "specbound": (ALPHA, TAU_EXIT, D_MAX, W_MAX, MIN_EXIT, EXIT_LAYERS, EXIT_VOCAB, EXIT_HEADS),
 }
 DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,)}  # knobs a drafter reads (core/drafter_loading.py)

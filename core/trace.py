@@ -97,6 +97,7 @@ class TreeStep:
     # core.shape_calibration.T_GRID, over this step's choices where the drafter's z was computed
     t_nll_rows: int = 0  # how many choices that sum is over
     residual: bool = False  # sampled chain: the bonus came from the residual max(0, p − q)
+    mu_schedule: str = "fixed"  # TALON: fixed, or adaptive (knobs["mu"] is then the μ this step used)
 
     def knob(self, name: str) -> float | None:
         return self.knobs.get(name)

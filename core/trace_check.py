@@ -18,7 +18,7 @@ from core.knobs import MAX_N
 MAX_INT = 2**31 - 1  # token ids, counts and indices the engine writes all fit an int32
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")  # stop reasons, policy and drafter names, head kinds
 IDENT_FIELDS = {"StepTrace.draft_stop", "StepTrace.stop_reason", "StepTrace.drafter", "StepTrace.method",
-                "PrunedCandidate.reason", "SpecBoundStep.heads", "TreeStep.policy"}
+                "PrunedCandidate.reason", "SpecBoundStep.heads", "TreeStep.policy", "TreeStep.mu_schedule"}
 NAN_OK = {"ExitTrace.raw_conf"}  # SpecBound skips the raw softmax when nothing will show it (NaN)
 STATUSES = ("accepted", "rejected", "unreached")
 LEGACY_TREE_KNOBS = ("N", "K", "mu", "k_init", "depth", "gamma", "shape_temperature")

@@ -17,6 +17,7 @@ from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.drafters import Drafter
 from core.engine import Session, Timer
 from core.sampling import draw, probs
+from core.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu, check_schedule
 from core.shallow_verify import verify_with_shallow
 from core.shape_calibration import T_GRID, nll_by_temperature
 from core.trace import ROOT, AutoChoice, DraftNode, StepTrace, TargetChoice, TreeStep
@@ -90,12 +91,15 @@ class TreeMethod:
     auto: bool = False  # choose N per step for this machine (core/auto_budget.py); policy.N is the cap
     auto_config: AutoConfig = DEFAULT
     auto_memory: AutoMemory | None = None  # opt-in memory across sessions (the CLI and the bench, never the app)
+    mu_schedule: str = FIXED  # adaptive: μ moved after each verification (core/mu_schedule.py); TALON only
     needs_draft: bool = True
 
     def __post_init__(self) -> None:
         self.shape_temperature = knobs.SHAPE_T.check(self.shape_temperature)
         if self.auto and isinstance(self.policy, ChainPolicy):
             raise ValueError("auto chooses a tree's node budget N: use it with static or talon")
+        if check_schedule(self.mu_schedule) == ADAPTIVE and not isinstance(self.policy, TalonPolicy):
+            raise ValueError("an adaptive μ schedule moves TALON's gate: use it with talon")
 
     @property
     def name(self) -> str:
@@ -121,6 +125,8 @@ class TreeMethod:
         # 0. auto: the budget and T_shape for this machine, from the cost curves and the run's acceptance so far
         auto = s.state["auto"].choose(s.traces) if self.auto else None
         policy = replace(self.policy, N=auto.N) if auto else self.policy
+        if self.mu_schedule == ADAPTIVE:  # this session's μ, moved by the steps before
+            policy = replace(policy, mu=s.state.setdefault("mu", policy.mu))
         T_shape = (auto.T_shape or self.shape_temperature) if auto else self.shape_temperature
         # 1. draft: the policy grows the tree, one batched drafter forward per level
         drafted = self.draft(s, policy, T_shape, calibrate=auto is not None and s.state["auto"].wants_calibration())
@@ -135,6 +141,8 @@ class TreeMethod:
         if verified.taps is not None:
             feats = verified.taps[torch.tensor(list(range(P)) + [P + i for i in path], device=verified.taps.device)]
         s.drafter.accept([drafted.grown.pool_index[i] for i in path], feats)
+        if self.mu_schedule == ADAPTIVE:
+            s.state["mu"] = AdaptiveMu().next(policy.mu, len(path), drafted.grown.levels)
         # 4. the trace, finished last
         return s.step_trace(kept, **self.fields(s, drafted, verified, policy, T_shape, auto))
 
@@ -187,7 +195,7 @@ class TreeMethod:
             t_nll, rows = choice_nll(drafted.logits, record.choices, grown.pool_index, verified.p, s.sampling.greedy)
         policy_knobs = {k: v for k, v in vars(policy).items() if k != "name"}  # the N this step used (auto: its choice)
         tree_step = TreeStep(self.name, {**policy_knobs, "shape_temperature": T_shape}, nodes=len(grown.tree),
-                             t_nll=t_nll, t_nll_rows=rows, residual=record.residual)
+                             t_nll=t_nll, t_nll_rows=rows, residual=record.residual, mu_schedule=self.mu_schedule)
         return dict(build_ms=drafted.build_ms, draft_ms=drafted.draft_ms, delta=grown.forwards, verify_ms=verified.ms,
                     target_forwards=1, nodes=record.nodes, accepted_path=record.accepted_path, choices=record.choices,
                     levels=grown.levels, pruned=grown.pruned, draft_stop=grown.stop, drafter=s.drafter.name,
@@ -235,7 +243,8 @@ def build_tree_method(name: str, auto_config: AutoConfig = DEFAULT, auto_memory:
     policy = kind(**{f.name: k[f.name] for f in fields(kind) if f.name in k})  # the knobs it declares
     if name == "chain":
         return TreeMethod(policy)
-    return TreeMethod(policy, k["shape_temperature"], bool(k["auto"]), auto_config, auto_memory)
+    return TreeMethod(policy, k["shape_temperature"], bool(k["auto"]), auto_config, auto_memory,
+                      k.get("mu_schedule") or FIXED)
 
 
 POLICIES = MappingProxyType({"talon": TalonPolicy, "static": StaticPolicy, "chain": ChainPolicy})  # read-only

@@ -15,7 +15,8 @@ from ui import learn
 from ui.knobs import (OURS, PRESETS, SPECBOUND_KNOBS, SPECBOUND_PRESETS, TALON_KNOBS, Knob, apply_preset,
                       apply_specbound_preset)
 from core.drafter_loading import REGISTRY, offered_drafters
-from core.knobs import DRAFTER_KNOBS, SELF_LAYER
+from core.knobs import DRAFTER_KNOBS, MU_SCHEDULE, SELF_LAYER
+from core.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
 
@@ -119,6 +120,8 @@ def talon_config(v: dict) -> tuple[str | None, str, dict]:
     """The drafter, its weights, and the knobs that are not sliders: auto, and the drafter's own (ℓ_self)."""
     drafter = v.get("drafter") or DEFAULT_DRAFTER
     extra = {"auto": 1} if v.get("auto") else {}
+    if v.get("mu_schedule") not in (None, FIXED):
+        extra["mu_schedule"] = v["mu_schedule"]  # checked by the method when the run starts
     for k in DRAFTER_KNOBS.get(drafter, ()):  # checked against the target when the drafter is built
         extra[k.name] = k.default if v.get(k.name) is None else v[k.name]
     return drafter, v.get("draft") or "embedded", extra
@@ -171,8 +174,12 @@ TALON = ViewSpec(
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
                                                          "the cap) and fit T_shape to the drafter", elem_id="talon-auto")),
         Control("self_layer", self_layer_input),
+        Control("mu_schedule", lambda: gr.Radio([("fixed", FIXED), ("adaptive", ADAPTIVE)], value=FIXED,
+                                                label=MU_SCHEDULE.label, info=f"adaptive: {AdaptiveMu().rule} ({OURS})",
+                                                elem_id="talon-mu-schedule")),
     ),
-    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat", "self_layer"), config=talon_config,
+    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat", "self_layer", "mu_schedule"),
+    config=talon_config,
     learn=("Learn: steps, trees, the gate, drafters and hardware",
            learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS),
     extras=("static", "scatter", "stats"), extras_inputs=("show_pruned", "with_static"), before_extras=draw_static,

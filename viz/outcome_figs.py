@@ -20,12 +20,19 @@ def _base(height: int, title: str) -> go.Figure:
 
 
 def tau_delta_timeline(traces: list[StepTrace], current: int | None = None, height: int = 260) -> go.Figure:
-    """τ (tokens committed) and δ (draft forwards) per step; the replayed step is highlighted."""
+    """τ (tokens committed) and δ (draft forwards) per step, and μ where an adaptive schedule moved it; the replayed
+    step is highlighted."""
     fig = _base(height, "τ and δ per step")
     xs = [t.index + 1 for t in traces]
     fig.add_trace(go.Scatter(x=xs, y=[t.tau for t in traces], mode="lines+markers", name="τ tokens committed"))
     fig.add_trace(go.Scatter(x=xs, y=[t.delta for t in traces], mode="lines+markers", name="δ draft forwards",
                              line=dict(dash="dot")))
+    adaptive = [t for t in traces if t.tree is not None and t.tree.mu_schedule == "adaptive"]
+    if adaptive:  # the μ each step's gate used, on an axis of its own (it lives around 0.01–0.5)
+        fig.add_trace(go.Scatter(x=[t.index + 1 for t in adaptive], y=[t.tree.knob("mu") for t in adaptive],
+                                 mode="lines+markers", name="μ (adaptive)", yaxis="y2", meta="mu",
+                                 line=dict(dash="dash", color="#999"), marker=dict(symbol="diamond", size=6)))
+        fig.update_layout(yaxis2=dict(title="μ", overlaying="y", side="right", rangemode="tozero", showgrid=False))
     if current is not None and traces:
         fig.add_vline(x=current + 1, line=dict(color="#999", width=1))
     fig.update_xaxes(title="step", dtick=1 if len(traces) <= 20 else None)

@@ -2,6 +2,8 @@
 then each level as the policy grew it, quoting the level's own record (LevelTrace)."""
 from __future__ import annotations
 
+from core.mu_schedule import AdaptiveMu
+
 from core.trace import LevelTrace, StepTrace
 from viz.walk_parts import Part, Quote, Stage, Tok, at_depth, combined, deepest, hidden, listed, policy
 
@@ -126,6 +128,9 @@ def gate_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
     parts += ["; ", lv_quote(k, lv, "kept"), " are kept"]
     parts += [": "] + listed(t, nodes) if nodes else []
     parts += [". Budget left N − |T| = ", lv_quote(k, lv, "budget_left"), "."]
+    if t.tree is not None and t.tree.mu_schedule == "adaptive":
+        parts += [" μ = ", Quote(t.tree.knob("mu"), "tree.knobs.mu", ".3g"), " this step, from an adaptive schedule: ",
+                  AdaptiveMu().rule, "."]
     lead = (f"At depth {lv.depth} TALON pools every child, keeps those whose path score is at least μ times the "
             "best one, and stops when the node budget is spent.")
     return Stage(f"Level d = {lv.depth}", tuple(parts), hidden(lv.depth, tuple(nodes)), lead)
