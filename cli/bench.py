@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--peer-exit-layers", default="2,4,6,8", help="LayerSkip-style peer: exit layers to try")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--points", default="", help="write the (δ, τ) points per step of every row to this JSON file")
+    ap.add_argument("--fail-on-mismatch", action="store_true", help="exit with status 1 when a greedy row's "
+                    "output differs from AR on any prompt (scripts/gpu_bench.sh)")
     ap.add_argument("--repeat", type=int, default=1, help="run every method over the prompts this many times, "
                     "the methods in reverse order on every other repeat (so a drifting machine favours none); "
                     "the table sums the repeats and shows each repeat's tok/s")
@@ -266,6 +268,9 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.points, "w") as fh:
             json.dump({r.label: r.points for r in rows.values()}, fh)
     print(json.dumps(out, indent=2) if args.json else "\n\n".join(texts))
+    differ = [r.label for r in rows.values() if r.mismatches]
+    if args.fail_on_mismatch and differ:
+        fail(f"output differs from AR: {', '.join(differ)}", status=1)
 
 
 if __name__ == "__main__":

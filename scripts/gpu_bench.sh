@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Figures for README on a machine with a GPU (or any machine), in two sections:
-#  embedded  this machine's cost curves, then `auto` beside fixed budgets for each drafter on held-out prompts;
+#  embedded  the embedded pair: lossless in fp32 and bf16, every method side by side, the cost curves;
 #  real      a curated public (target, EAGLE-3 head) pair, only when both are in the local Hugging Face cache
 #            (nothing is downloaded: HF_HUB_OFFLINE=1 for the whole section; otherwise one "skipped" line):
 #            greedy equality with AR in fp32 and bf16 with the near-tie share (scripts/dtype_equality.py),
 #            raw and chat-templated prompts; the cost curve; MAT and speed-up of chain / static / TALON / auto
 #            over AR, raw (--chat off) and chat-templated (--chat on), with the server settings bench prints.
 #
-#   bash scripts/gpu_bench.sh [--device cuda] [--limit 12] [--real-only | --embedded-only] [--dry-run]
+#   bash scripts/gpu_bench.sh [--device cuda] [--limit 12] [--real-only | --embedded-only] [--small] [--dry-run]
 #
+# embedded: greedy equality with AR in fp32 and bf16 (chain, static, TALON, SpecBound; exits 1 on a real
+# difference), then every method's tok/s beside AR, TALON vs static vs chain (cli.bench --fail-on-mismatch), then
+# the cost curves. Sized for one call of at most 8 minutes on one GPU; --small shrinks it (2 prompts, 16 tokens,
+# no curves) so a CPU runs it in a minute or two (tests/test_device_check.py).
 # --dry-run prints every command instead of running it (and whether the pair is cached), so the script can be
 # checked on a CPU machine. The pair: SPECSCOPE_REAL_TARGET / SPECSCOPE_REAL_HEAD (default Qwen/Qwen3-1.7B with
 # AngelSlim/Qwen3-1.7B_eagle3, listed for that target in AngelSlim's and SafeAILab/EAGLE's READMEs; another:
@@ -17,13 +21,14 @@
 # `huggingface-cli download ID`. Exit status: 0 when every command passed, 1 when one failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-DRY="" ONLY="" DEVICE=auto LIMIT=12
+DRY="" ONLY="" SMALL="" DEVICE=auto LIMIT=12
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) DRY=1 ;;
     --real-only) ONLY=real ;;
     --embedded-only) ONLY=embedded ;;
+    --small) SMALL=1; LIMIT=2; extra+=(--limit 2) ;;
     --device) DEVICE="${2:?--device needs a value}"; extra+=("$1" "$2"); shift ;;
     --limit) LIMIT="${2:?--limit needs a value}"; extra+=("$1" "$2"); shift ;;
     *) extra+=("$1") ;;
@@ -36,15 +41,21 @@ run() {  # one command, or its printed form under --dry-run; a failure is rememb
   "$@" || status=1
 }
 
-embedded() {
-  for d in eagle3 model; do run python -m cli.cost_curve --drafter "$d" --device "$DEVICE"; echo; done
-  local specs=ar d n
-  for d in eagle3 model lookup; do  # the embedded shape (K=2, mu=0.1, T_shape=0.5) over N, auto, the paper preset
-    for n in 8 16 32 60 96; do specs+=",talon@$d:N=$n"; done
-    specs+=",talon@$d:auto=1:N=96,talon@$d:N=60:K=10:mu=0.03:shape_temperature=1"
+embedded() {  # 1. lossless in fp32 and bf16; 2. tok/s of every method side by side (exits 1 on a mismatch); 3. curves
+  local dtype eps n_eq=40 tokens=64
+  [ -n "$SMALL" ] && { n_eq=2; tokens=16; }
+  for dtype in fp32 bf16; do
+    eps=1e-4; [ "$dtype" = bf16 ] && eps=0.0625
+    run python scripts/dtype_equality.py --device "$DEVICE" --dtype "$dtype" --eps "$eps" --drafter eagle3 \
+        --prompts "$n_eq" --max-new-tokens "$tokens" --methods chain,static,talon,specbound
   done
-  run python -m cli.bench --prompts assets/prompts/heldout.jsonl --max-new-tokens 64 --preset embedded \
+  local specs="ar,chain@eagle3,static@eagle3:preset=embedded,talon@eagle3:preset=embedded,talon@eagle3"
+  specs+=",talon@eagle3:preset=embedded:mu_schedule=adaptive,talon@self:preset=embedded,specbound,specbound:preset=fast"
+  [ -n "$SMALL" ] || specs+=",talon@eagle3:auto=1:N=96,talon@model:preset=embedded,talon@lookup:preset=embedded"
+  run python -m cli.bench --prompts assets/prompts/heldout.jsonl --max-new-tokens "$tokens" --fail-on-mismatch \
       --methods "$specs" ${extra[@]+"${extra[@]}"}
+  [ -n "$SMALL" ] && return 0
+  for d in eagle3 self; do run python -m cli.cost_curve --drafter "$d" --device "$DEVICE"; echo; done
 }
 
 cached() {  # prints one line and fails when a repository's config and weights are not all in the local cache

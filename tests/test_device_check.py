@@ -88,3 +88,25 @@ def test_gpu_bench_needs_every_shard_of_a_sharded_target(tmp_path):
     res = bash("gpu_bench.sh", "--real-only", HF_HOME=str(tmp_path), HF_HUB_CACHE=str(hub),
                SPECSCOPE_REAL_TARGET="org/target", SPECSCOPE_REAL_HEAD="org/head")
     assert res.returncode == 0 and res.stdout.startswith("real-model section skipped: org/target not in")
+
+
+@pytest.mark.slow
+def test_gpu_bench_small_runs_on_a_cpu_checks_equality_and_prints_the_table():
+    res = subprocess.run(["bash", "scripts/gpu_bench.sh", "--embedded-only", "--small", "--device", "cpu"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert res.stdout.count("identical to AR") == 2 and "failures: 0" in res.stdout  # fp32 and bf16
+    for row in ("| ar |", "| chain@eagle3 |", "| talon@eagle3:preset=embedded |", "| talon@self:preset=embedded |",
+                "| specbound:preset=fast |"):
+        assert row in res.stdout
+
+
+def test_the_bench_fails_when_an_output_differs_from_ar(monkeypatch, capsys):
+    import core.tree_method
+    from cli.bench import main as bench_main
+    from tests.test_drafters import drafted_first
+    monkeypatch.setattr(core.tree_method, "verify_tree", drafted_first)  # lossy: takes a drafted child when it can
+    with pytest.raises(SystemExit) as exc:
+        bench_main(["--prompts", "assets/prompts/heldout.jsonl", "--limit", "2", "--max-new-tokens", "16",
+                    "--methods", "ar,talon@model:N=16:K=4", "--fail-on-mismatch"])
+    assert exc.value.code == 1 and "output differs from AR: talon@model" in capsys.readouterr().err
