@@ -131,7 +131,7 @@ class Session:
         return min(self.max_new_tokens - len(self.output_ids), self.target.max_context - len(self.ids))
 
     def text_of(self, token_id: int) -> str:
-        return self.target.tokenizer.decode([token_id])
+        return self.target.token_text(token_id)
 
     def pending(self, cache: KVCache) -> list[int]:
         return self.ids[cache.length:]

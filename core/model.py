@@ -55,6 +55,7 @@ class CausalLM:
         self.n_kv_heads = self.config.num_key_value_heads
         self.device = next(hf_model.parameters()).device
         self.dtype = next(hf_model.parameters()).dtype
+        self._texts: dict[int, str] = {}  # token id -> its text: traces name every node, so decode each id once
 
     @property
     def num_layers(self) -> int:
@@ -75,6 +76,13 @@ class CausalLM:
         if self.tokenizer.eos_token_id is not None:
             ids.add(self.tokenizer.eos_token_id)
         return ids
+
+    def token_text(self, token_id: int) -> str:
+        """One token's text as the tokenizer decodes it alone (cached: a step's trace names dozens of tokens)."""
+        text = self._texts.get(token_id)
+        if text is None:
+            text = self._texts[token_id] = self.tokenizer.decode([token_id])
+        return text
 
     def new_cache(self, max_len: int | None = None) -> KVCache:
         return KVCache(self.num_layers, self.n_kv_heads, self.head_dim, max_len or self.max_context,
