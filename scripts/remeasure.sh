@@ -4,21 +4,24 @@
 # Use it after anything that moves the numbers: new embedded models, a faster engine, another machine.
 #   bash scripts/remeasure.sh OUT [section ...]
 # Sections (all when none is named), roughly in minutes on the 2-core Intel Xeon VM (27 in all in session 11):
-#   drafters (2)   methods × drafters and transformers' peers (README "Methods × drafters", docs/bench/drafters.md)
+#   drafters (15)  methods × drafters with SpecBound and the self drafter, 2 repeats (README "Methods × drafters",
+#                  docs/bench/drafters.md; about 15 min on the AMD EPYC VM of 2026-12-03)
 #   acceptance (1) the drafters' first-token acceptance in decoding (chain γ = 1, 40 prompts)
 #   cost (1)       the cost curves auto uses (README "What a step costs here")
 #   shape (7)      the tree-shape sweeps on the head, the draft LM and lookup (docs/bench/shape.md)
 #   n60 (2)        TALON vs the static tree at N = 60 on the head (docs/bench/n60_head.md)
 #   auto (13)      auto beside fixed budgets, two runs of --repeat 2 (docs/bench/auto.md)
 #   contract (1)   AR vs chain through cli.generate + cli.summarize
-#   specbound (3)  the fast preset's exit layers re-chosen (writes exit_heads.json), then the paper and fast
-#                  presets, their d_max rows and the ablations (docs/bench/specbound.md, specbound_presets.md)
+#   specbound (8)  cli.exit_probe (agreement and calibration per layer, check costs, layers verified again), then
+#                  the fast preset's exit layer re-chosen (writes layer_heads.json; README "SpecBound")
+#   mu (20)        adaptive μ beside a fixed-μ sweep on three drafters (docs/bench/mu_schedule.md)
+#   profile (1)    one TALON step phase by phase (scripts/step_profile.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
 shift
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound)
+[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound mu profile)
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 P=(--prompts assets/prompts/heldout.jsonl --max-new-tokens 64)
@@ -28,8 +31,7 @@ for s in "${sections[@]}"; do
   echo "== $s ($(date -u +%H:%M:%S))"
   case $s in
     drafters)
-      bench --limit 12 --methods ar,chain@model,chain@eagle3,chain@lookup,static@model,static@eagle3,talon@model,talon@eagle3,talon@lookup,talon@model:shape_temperature=0.5,talon@eagle3:shape_temperature=0.5,static@eagle3:N=12:K=2:mu=0.1:shape_temperature=0.5,talon@model:N=12:K=2:mu=0.1:shape_temperature=0.5,talon@eagle3:N=12:K=2:mu=0.1:shape_temperature=0.5,talon@lookup:N=12:K=2:mu=0.1:shape_temperature=0.5 \
-        --peers --peer-exit-layers 2,4,6,8 --points docs/bench/points.json ;;
+      bench --limit 12 --repeat 2 --methods ar,chain@model,chain@eagle3,chain@lookup,chain@self,static@eagle3:preset=embedded,talon@model:preset=embedded,talon@eagle3:preset=embedded,talon@lookup:preset=embedded,talon@self:preset=embedded,talon@self:preset=embedded:N=4,talon@eagle3,specbound,specbound:alpha=0,specbound:preset=fast,specbound:preset=fast:alpha=0,specbound:exit_heads=shared,specbound:preset=fast:exit_heads=shared ;;
     acceptance)
       bench --limit 40 --methods ar,chain@eagle3:gamma=1,chain@model:gamma=1 ;;
     cost)
@@ -65,8 +67,13 @@ for s in "${sections[@]}"; do
       for m in ar chain; do python -m cli.generate --method $m --drafter model --prompts assets/prompts/heldout.jsonl > "$tmp/$m.jsonl"; done
       python -m cli.summarize "$tmp/ar.jsonl" "$tmp/chain.jsonl" ;;
     specbound)
-      python -m cli.tune_specbound --n 12 --max-new-tokens 64 --choose-exit-layers --repeat 2
-      bench --limit 12 --methods ar,specbound,specbound:d_max=2,specbound:d_max=6,specbound:d_max=8,specbound:preset=fast,specbound:preset=fast:d_max=2,specbound:preset=fast:d_max=6,specbound:preset=fast:d_max=8,specbound:preset=fast:exit_layers=all,specbound:preset=fast:exit_layers=3,specbound:preset=fast:exit_vocab=0,specbound:preset=fast:exit_vocab=2048,specbound:preset=fast:alpha=0,specbound:preset=fast:d_max=12,specbound:preset=fast:w_max=0 ;;
+      python -m cli.exit_probe --n 40 --runs paper,preset=paper:alpha=0,fast,preset=paper:exit_heads=shared,preset=fast:exit_heads=shared
+      python -m cli.tune_specbound --n 12 --max-new-tokens 64 --choose-exit-layers --repeat 2 --grid alpha=0.5 tau_exit=0.3 d_max=4 w_max=3 ;;
+    mu)
+      M=ar; for D in eagle3 model lookup; do for mu in 0.03 0.05 0.1 0.2 0.3; do M=$M,talon@$D:mu=$mu; done; M=$M,talon@$D:mu_schedule=adaptive; done
+      bench --limit 12 --preset embedded --repeat 2 --methods "$M" ;;
+    profile)
+      python scripts/step_profile.py ;;
     *) echo "unknown section: $s" >&2; exit 2 ;;
   esac > "$out/$s.txt" 2>&1
   tail -n 3 "$out/$s.txt"
