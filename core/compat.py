@@ -103,7 +103,7 @@ def readout(tally: PositionTally, head: dict | None = None, coverage: float | No
     steps = tally.reached[0] if tally.reached else 0
     if tally.vocab_known and tally.vocab_committed:
         coverage = tally.in_vocab / tally.vocab_committed
-    low = head is not None and steps >= WARN_MIN_STEPS and acceptance[0] < WARN_BELOW
+    low = head is not None and steps >= WARN_MIN_STEPS and bool(acceptance) and acceptance[0] < WARN_BELOW
     return CompatReadout(steps, acceptance, judged, coverage, head, WARNING if low else None, list(tally.reached))
 
 

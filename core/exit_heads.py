@@ -196,12 +196,18 @@ _LOADED: "weakref.WeakKeyDictionary[CausalLM, dict[str, ExitHeads | LayerHeads]]
 HEAD_KINDS = (PAPER, "shared", "lens")  # the SpecBound knob `exit_heads`
 
 
+def check_head_kind(kind: str) -> str:
+    """The kind, or a ValueError naming the choices (the CLI, the page and Tune's fixed knobs say the same)."""
+    if kind not in HEAD_KINDS:
+        raise ValueError(f"exit heads must be one of {', '.join(HEAD_KINDS)} (got {kind!r})")
+    return kind
+
+
 def heads_for(lm: CausalLM, kind: str = PAPER) -> AnyHeads:
     """Load once per model object and kind; heads are shared read-only like the model's weights. paper: the
     per-layer heads (core/layer_heads.py) when this model has them, else as shared; shared: the adapters
     over the model's own final norm and LM head when trained, else the logit lens; lens: the logit lens."""
-    if kind not in HEAD_KINDS:
-        raise ValueError(f"exit heads must be one of {', '.join(HEAD_KINDS)} (got {kind!r})")
+    check_head_kind(kind)
     known = _LOADED.setdefault(lm, {})
     if kind not in known:
         folder = heads_dir(lm.name)

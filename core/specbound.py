@@ -26,7 +26,7 @@ import torch
 from core import knobs
 from core.act import head_cost_layers
 from core.engine import Session, Timer
-from core.exit_heads import HEAD_KINDS, ExitHeads, exit_vocab, heads_for
+from core.exit_heads import ExitHeads, check_head_kind, exit_vocab, heads_for
 from core.layer_heads import LayerHeads
 from core.sampling import probs
 from core.specbound_block import Block, VerifyPass, staggered_verify
@@ -165,8 +165,7 @@ def build_specbound_method(record_raw: bool = True, **given) -> SpecBoundMethod:
     """A SpecBound method from its declared knobs (core/knobs.py, and a `preset` of them), each checked with a
     user-facing message. d_max above L means L; w_max = 0 means unbounded. Other methods' knobs are ignored."""
     k = knobs.resolve("specbound", given)
-    if k["exit_heads"] not in HEAD_KINDS:
-        raise ValueError(f"exit heads must be one of {', '.join(HEAD_KINDS)} (got {k['exit_heads']!r})")
+    check_head_kind(k["exit_heads"])
     if k["min_exit_layer"] > k["d_max"]:
         raise ValueError(f"the lowest exit layer ℓ_min ({k['min_exit_layer']}) must be <= d_max ({k['d_max']})")
     return SpecBoundMethod(alpha=k["alpha"], tau_exit=k["tau_exit"], d_max=k["d_max"], w_max=k["w_max"] or None,

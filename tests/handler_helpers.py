@@ -28,7 +28,8 @@ def api_args(view: str, prompt: str = PROMPT, **values) -> list:
     from ui.knobs import SAMPLING_KNOBS
     from ui.models import DEFAULT_DRAFTER
     spec = VIEWS[view]
-    defaults = {k.name: k.default for k in (*spec.knobs, *SAMPLING_KNOBS)}
+    from core.knobs import ALL_KNOBS
+    defaults = {k.name: k.default for k in (*ALL_KNOBS.values(), *spec.knobs, *SAMPLING_KNOBS)}
     defaults.update(target="embedded", draft="embedded", show_pruned=True, drafter=DEFAULT_DRAFTER, auto=False,
                     chat="auto", annealed=True, exit_layers="", prompt=prompt, **values)
     return [defaults[name] for name in spec.step_inputs[1:]]

@@ -99,6 +99,6 @@ def test_the_talon_view_reads_out_whether_the_head_fits():
     assert "draft vocabulary holds" in out["compat"] and "ss-alert" not in out["compat"]
     data = h.export_trace(run)[1]
     assert data["head"]["taps"] == [2, 6, 9] and data["compat"]["steps"] == 3
-    bad = PositionTally(reached=[25], accepted=[2], committed=40)  # a head that almost never lands position 0
+    bad = PositionTally(reached=[25], accepted=[2], judged=[25], committed=40)  # a head that almost never lands position 0
     assert "may not match this target" in compat_html(readout(bad, run.head))
     assert "ss-alert" not in compat_html(readout(bad, None))  # the draft LM or lookup: no head to blame

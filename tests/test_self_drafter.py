@@ -119,7 +119,9 @@ def test_the_embedded_target_drafts_through_its_per_layer_heads(target):
 
 
 def sampling_target():
-    return tiny_lm("llama", seed=0, vocab_size=V, num_hidden_layers=4)
+    """Seed 1: seed 0's lens after layer 2 is so close to its last layer that a chain without the residual is
+    off by little (p ≈ 1e-5 after 2000 draws, against 2e-9 here), too little for the broken check's 1e-6."""
+    return tiny_lm("llama", seed=1, vocab_size=V, num_hidden_layers=4)
 
 
 @pytest.mark.slow

@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass, field
 
 from core import knobs as core_knobs
+from core.exit_heads import check_head_kind
 from core.specbound import parse_exit_layers
 from core.knobs import Knob
 from ui.knobs import validate
 
-NOT_FIXED = ("auto",)  # a per-step choice, not a setting to hold
+NOT_FIXED = ("auto", "mu_schedule")  # per-step choices (N, μ), not settings to hold: a sweep holds μ fixed
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,9 @@ def parse_fixed(method: str, text: str, swept: tuple[str, ...]) -> dict:
 
 def check_fixed(name: str, value: str):
     """One fixed value, checked with the page's ranges (a slider's, or the exit-layer syntax)."""
-    if core_knobs.ALL_KNOBS[name].kind is str:
+    if name == "exit_layers":
         parsed = parse_exit_layers(value)
         return parsed if isinstance(parsed, str) else ",".join(map(str, parsed))
+    if name == "exit_heads":
+        return check_head_kind(value)
     return validate([knob_spec(name)], {name: value})[name]

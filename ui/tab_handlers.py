@@ -23,7 +23,8 @@ from viz.escape import esc
 from viz.html import compare_cards
 from viz.tune_figs import compare_bars, mat_heatmap, ranking_html, speedup_heatmap
 
-DEFAULT_KNOBS = {**{k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}, "gamma": 5, "depth": 8}
+DEFAULT_KNOBS = {**{k.name: k.default for m in ("talon", "specbound") for k in core_knobs.METHOD_KNOBS[m]
+                    if k.name != "auto"}, "gamma": 5, "depth": 8}  # every knob the methods read, auto aside
 # Compare's settings: the TALON and SpecBound views' own knobs (the default: Compare starts from what the views
 # run), the papers' presets, or those measured best on this CPU (the embedded tree, SpecBound fast)
 SPECBOUND_WITH = {"paper": "paper", "embedded": "fast"}
