@@ -3,6 +3,9 @@ embedded and tiny test models to another device or precision, and SPECSCOPE_TEST
 threshold of the greedy equivalence checks: scripts/device_check.sh runs the same tests on CUDA this way."""
 import os
 
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads (and for every app or CLI a test starts):
+# the test models' ops are far too small to split across threads, which only contend (README: 44% slower)
+
 import pytest
 
 import core.lossless_check
