@@ -14,19 +14,17 @@ layer and its mean confidence, before (the logit lens) and after.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
 from cli.common import run_main
-from cli.exit_data import stdlib_split, teacher, text_split, windows
+from cli.exit_data import head_training_parser, load_training_data, teacher, windows
 from cli.train_utils import write_card
 from core.exit_heads import fingerprint, heads_dir, save_token_order, token_order
 from core.layer_heads import LayerHeads, save_layer_heads
@@ -155,30 +153,10 @@ Top-1 agreement with the final layer and mean confidence (max-probability) on {m
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, help="local model folder or Hub id")
-    data = ap.add_mutually_exclusive_group(required=True)
-    data.add_argument("--text", type=Path, help="a UTF-8 text file (the last 10%% is held out)")
-    data.add_argument("--stdlib", action="store_true", help="the embedded models' corpus (cli/corpus.py)")
-    ap.add_argument("--out", type=Path, default=None, help="folder for the heads (default: the model's folder)")
-    ap.add_argument("--card", type=Path, default=None, help="model card to write the metrics section into")
-    ap.add_argument("--max-files", type=int, default=300, help="--stdlib: train files sampled")
-    ap.add_argument("--device", default="auto")
-    for name, value in asdict(TrainConfig()).items():
-        ap.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    ap = head_training_parser(__doc__, TrainConfig)
     args = ap.parse_args(argv)
     cfg = TrainConfig(**{k: getattr(args, k) for k in asdict(TrainConfig())})
-    from core.loading import ModelLoadError, load_model
-    try:
-        lm = load_model(args.model, args.device)
-        if args.text is not None and not args.text.is_file():
-            raise ValueError(f"text file not found: {args.text}")
-        train_ids, held_ids, data_desc = (text_split(lm, args.text) if args.text is not None
-                                          else stdlib_split(lm, args.max_files, cfg.seed))
-        if len(train_ids) <= cfg.seq_len or not held_ids:
-            raise ValueError(f"not enough text: {len(train_ids)} training tokens for windows of {cfg.seq_len}")
-    except (ValueError, ModelLoadError) as exc:
-        sys.exit(f"error: {exc}")
+    lm, train_ids, held_ids, data_desc = load_training_data(args, cfg.seq_len, cfg.seed)
     out = args.out or heads_dir(args.model)
     save_token_order(train_ids, lm.config.vocab_size, out)
     res = train_heads(lm, train_ids, cfg)

@@ -66,7 +66,7 @@ def main() -> None:
     prof.disable()
     stats = pstats.Stats(prof).stats
     rows = sorted(((v[2], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.items()), reverse=True)[: args.top]
-    print(f"\n| function (cProfile self time, the whole step) | ms per step |\n|---|---|")
+    print("\n| function (cProfile self time, the whole step) | ms per step |\n|---|---|")
     for tottime, name in rows:
         print(f"| {name} | {1000 * tottime / n:.3f} |")
 
