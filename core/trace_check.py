@@ -141,7 +141,9 @@ def check_tree(step, what: str, limits: TraceLimits) -> None:
     for j, c in enumerate(step.pruned):
         if not 0 <= c.depth <= deepest + 1:
             raise TraceFormatError(f"{what}'s pruned[{j}].depth lies outside the tree")
-    if len(step.levels) > n + 1 or len(step.choices) > n + 1 or len(step.committed_ids) > n + 1:
+    # a level is a drafting forward: the static tree grows D + 1 levels of candidates and then keeps only N of
+    # them, so its levels are bounded by its forwards (δ), not by the nodes it kept
+    if len(step.levels) > max(n, step.delta) + 1 or len(step.choices) > n + 1 or len(step.committed_ids) > n + 1:
         raise TraceFormatError(f"{what} records more levels, choices or committed tokens than it drafted")
     check_exits(step, what, limits)
 

@@ -89,6 +89,20 @@ def test_import_of_an_exported_trace_replays_the_same_steps():
     assert sb["run"].live is None and "imported trace" in sb["heatmap"].layout.title.text
 
 
+def test_a_small_budgets_static_shadow_imports():
+    """N = 2 keeps 2 of the static tree's D + 1 levels of candidates: its levels are its forwards, not its nodes
+    (auto chose N ≤ 3 on a busy CI machine, and the export of such a step was refused on import)."""
+    run = None
+    for _ in range(2):
+        run = step(run, N=2)["run"]
+    talon = VIEWS["talon"]
+    h.extras(talon, run=run)
+    shadow = run.shadows[len(run.traces) - 1]
+    assert len(shadow.nodes) == 2 and len(shadow.levels) > len(shadow.nodes) + 1
+    imported = h.import_run(talon, run=None, path=h.export_trace(run)[0])["run"]
+    assert imported.shadows[len(run.traces) - 1].to_dict() == shadow.to_dict()
+
+
 def test_import_of_a_bad_file_says_why_in_one_line(tmp_path, monkeypatch):
     run = step(None)["run"]
     good = json.loads(open(h.export_trace(run)[0], encoding="utf-8").read())
