@@ -104,6 +104,12 @@ def test_tune_fixed_knobs_are_shown_and_reach_the_runs(monkeypatch):
         list(run_sweep("SpecBound: α × τ_exit", "0.5", "0.1", 1, 8, fixed="K = 2"))
     assert fixed_text(act.fixed) == ("d_max = 4, w_max = 3, ℓ_min = 2, exit layers = stored, V_exit = 1024, "
                                      "exit heads = paper")
+    from ui.sweeps import parse_fixed
+    assert parse_fixed("specbound", fixed_text(act.fixed), ("alpha", "tau_exit")) == act.fixed  # the box reads back
+    with pytest.raises(ValueError, match="exit heads must be one of paper, shared, lens"):
+        parse_fixed("specbound", "exit heads = mine", ("alpha", "tau_exit"))
+    with pytest.raises(ValueError, match="not a knob of talon to hold fixed"):
+        parse_fixed("talon", "μ schedule = adaptive", ("mu", "N"))  # a per-step choice, like auto
 
 
 def test_the_page_shows_the_sweeps_fixed_knobs():
