@@ -8,8 +8,9 @@ bound by arithmetic and T rows cost up to T times one: this table says how much 
 tokens is free here. Each cell is the median of 7 timings of 400 calls, all shapes timed side by side in one run.
 
 The second table times what a forward does instead: every layer's products in turn, so the weights stream from
-memory rather than sit in cache, through F.linear (the weight as (out, in), what the engine runs) and through a
-copy stored as (in, out) (`x @ Wt`), in ms for all of them together.
+memory rather than sit in cache, through F.linear (the weight as (out, in), what the engine runs), through
+F.linear on the same weight stored column by column (no copy kept, no module changed: only the strides), and
+through a copy stored as (in, out) (`x @ Wt`), in ms for all of them together.
 """
 from __future__ import annotations
 
@@ -49,12 +50,19 @@ def cost_us(w: torch.Tensor, rows: int, calls: int = 400, repeats: int = 7) -> f
     return statistics.median(times)
 
 
-def streamed_ms(lm, rows: int, transposed: bool, repeats: int = 15) -> float:
+LAYOUTS = {"F.linear, W (out, in): what the engine runs": "rows",
+           "F.linear, the same W stored column-major (`W.t().contiguous().t()`)": "columns",
+           "x @ Wt, a copy stored (in, out)": "transposed"}
+
+
+def streamed_ms(lm, rows: int, layout: str, repeats: int = 15) -> float:
     """Median ms of every decoder layer's seven products for `rows` rows, layer after layer (weights streamed)."""
     ws = [m.weight for layer in lm.layers for m in (layer.self_attn.q_proj, layer.self_attn.k_proj,
           layer.self_attn.v_proj, layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)]
+    if layout == "columns":
+        ws = [w.t().contiguous().t() for w in ws]  # (out, in) still, its storage column by column
     xs = [torch.randn(rows, w.shape[1], dtype=w.dtype) for w in ws]  # (T, in) each
-    if transposed:
+    if layout == "transposed":
         wts = [w.t().contiguous() for w in ws]  # (in, out)
 
         def run():
@@ -91,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"| {what} | {w.shape[0]}×{w.shape[1]} | " + " | ".join(cells) + " |")
         print(f"\n| all {lm.num_layers} layers' products, streamed | " + " | ".join(f"T = {r}" for r in rows) + " |")
         print("|---|" + "---|" * len(rows))
-        for label, transposed in (("F.linear, W (out, in)", False), ("x @ Wt, Wt (in, out)", True)):
-            print(f"| {label} | " + " | ".join(f"{streamed_ms(lm, r, transposed):.2f} ms" for r in rows) + " |")
+        for label, layout in LAYOUTS.items():
+            print(f"| {label} | " + " | ".join(f"{streamed_ms(lm, r, layout):.2f} ms" for r in rows) + " |")
 
 
 if __name__ == "__main__":
