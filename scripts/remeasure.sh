@@ -16,12 +16,13 @@
 #                  the fast preset's exit layer re-chosen (writes layer_heads.json; README "SpecBound")
 #   mu (20)        adaptive μ beside a fixed-μ sweep on three drafters (docs/bench/mu_schedule.md)
 #   profile (1)    one TALON step phase by phase (scripts/step_profile.py)
+#   rows (1)       the target's products for 1..8 rows, in cache and streamed, three layouts (scripts/row_cost.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
 shift
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound mu profile)
+[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound mu profile rows)
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 P=(--prompts assets/prompts/heldout.jsonl --max-new-tokens 64)
@@ -74,6 +75,8 @@ for s in "${sections[@]}"; do
       bench --limit 12 --preset embedded --repeat 2 --methods "$M" ;;
     profile)
       python scripts/step_profile.py ;;
+    rows)
+      python scripts/row_cost.py ;;
     *) echo "unknown section: $s" >&2; exit 2 ;;
   esac > "$out/$s.txt" 2>&1
   tail -n 3 "$out/$s.txt"
