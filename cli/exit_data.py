@@ -1,14 +1,18 @@
-"""Text and teacher signals shared by the exit-head trainers (cli/train_exit_heads.py, cli/train_layer_heads.py):
-the corpus split, random windows, and the frozen model's own states and final distribution."""
+"""What the exit-head trainers (cli/train_exit_heads.py, cli/train_layer_heads.py) share: the corpus split,
+random windows, the frozen model's own states and final distribution, the layer-by-layer training loop and
+the command line."""
 from __future__ import annotations
 
 import argparse
 import random
 import sys
-from dataclasses import asdict
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from core.model import CausalLM
 
@@ -25,6 +29,43 @@ def teacher(lm: CausalLM, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Te
         out = lm.hf(input_ids=x.to(lm.device), output_hidden_states=True)
         states = [h.float() for h in out.hidden_states[1: lm.num_layers]]  # intermediate states are pre-norm
         return states, torch.log_softmax(out.logits.float(), -1)
+
+
+@dataclass
+class TrainResult:
+    heads: torch.nn.Module
+    losses: list[float] = field(default_factory=list)  # the step's loss summed over layers (each / (L - 1))
+    seconds: float = 0.0
+
+
+def fit_per_layer(lm: CausalLM, heads: torch.nn.Module, train_ids: list[int], cfg, layer_losses: Callable,
+                  desc: str, postfix: str = "loss", progress: bool = True) -> TrainResult:
+    """Train `heads` on the frozen `lm`: AdamW under a one-cycle schedule (cfg.lr, cfg.steps) on random windows
+    of `train_ids` (cfg.batch × cfg.seq_len, seeded by cfg.seed). `layer_losses(states, log_p)` gives, for one
+    teacher batch, the loss of layer ℓ ∈ 1..L-1 as a function of ℓ; each layer is backpropagated on its own, so
+    one layer's graph is alive at a time."""
+    opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.1)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    ids = torch.tensor(train_ids)
+    result = TrainResult(heads)
+    t0 = time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc=desc, unit="step", disable=not progress)
+    for _ in bar:
+        loss_at = layer_losses(*teacher(lm, windows(ids, cfg.batch, cfg.seq_len, gen)))
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for layer in range(1, lm.num_layers):
+            loss = loss_at(layer) / (lm.num_layers - 1)
+            loss.backward()
+            total += loss.item()
+        opt.step()
+        sched.step()
+        result.losses.append(total)
+        bar.set_postfix({postfix: f"{total:.3f}"})
+    result.seconds = time.perf_counter() - t0
+    heads.eval().requires_grad_(False)
+    return result
 
 
 def text_split(lm: CausalLM, path: Path) -> tuple[list[int], list[int], str]:

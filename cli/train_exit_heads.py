@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
-from cli.exit_data import head_training_parser, load_training_data, teacher, windows
+from cli.exit_data import TrainResult, fit_per_layer, head_training_parser, load_training_data, teacher
 from cli.train_utils import write_card
 from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 from core.model import CausalLM
@@ -40,15 +38,6 @@ class TrainConfig:
     eval_tokens: int = 8192
 
 
-@dataclass
-class TrainResult:
-    heads: ExitHeads
-    losses: list[float] = field(default_factory=list)  # mean KL over layers, per step
-    seconds: float = 0.0
-
-
-
-
 def distill_loss(lm: CausalLM, heads: ExitHeads, layer: int, h: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
     """KL(p_L || q_ℓ) per token, averaged."""
     log_q = torch.log_softmax(lm.head(heads.adapt(layer, h.to(lm.dtype))), -1)  # (B, T, V)
@@ -59,28 +48,10 @@ def train_heads(lm: CausalLM, train_ids: list[int], cfg: TrainConfig, progress: 
     torch.manual_seed(cfg.seed)
     lm.hf.requires_grad_(False)
     heads = ExitHeads(lm.num_layers, lm.config.hidden_size, cfg.rank).to(lm.device)
-    opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.1)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    ids = torch.tensor(train_ids)
-    result = TrainResult(heads)
-    t0 = time.perf_counter()
-    bar = tqdm(range(cfg.steps), desc="exit heads", unit="step", disable=not progress)
-    for _ in bar:
-        states, log_p = teacher(lm, windows(ids, cfg.batch, cfg.seq_len, gen))
-        opt.zero_grad(set_to_none=True)
-        total = 0.0
-        for layer in range(1, lm.num_layers):  # one backward per layer keeps one (B, T, V) graph alive at a time
-            loss = distill_loss(lm, heads, layer, states[layer - 1], log_p) / (lm.num_layers - 1)
-            loss.backward()
-            total += loss.item()
-        opt.step()
-        sched.step()
-        result.losses.append(total)
-        bar.set_postfix(kl=f"{total:.3f}")
-    result.seconds = time.perf_counter() - t0
-    heads.eval().requires_grad_(False)
-    return result
+
+    def layer_losses(states, log_p):
+        return lambda layer: distill_loss(lm, heads, layer, states[layer - 1], log_p)
+    return fit_per_layer(lm, heads, train_ids, cfg, layer_losses, "exit heads", postfix="kl", progress=progress)
 
 
 @torch.no_grad()
@@ -99,8 +70,6 @@ def agreement(lm: CausalLM, heads: ExitHeads, ids: list[int], eval_tokens: int, 
             agree["lens"][layer - 1] += int((lm.head(h).argmax(-1) == final).sum())
         n += x.shape[1]
     return {"tokens": n, "head": [a / n for a in agree["head"]], "logit_lens": [a / n for a in agree["lens"]]}
-
-
 
 
 def card_section(command: str, data: str, cfg: TrainConfig, res: TrainResult, metrics: dict, mb: float) -> str:

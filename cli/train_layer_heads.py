@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from cli.common import run_main
-from cli.exit_data import head_training_parser, load_training_data, teacher, windows
+from cli.exit_data import TrainResult, fit_per_layer, head_training_parser, load_training_data, teacher
 from cli.train_utils import write_card
 from core.exit_heads import fingerprint, heads_dir, save_token_order, token_order
 from core.layer_heads import LayerHeads, save_layer_heads
@@ -44,13 +42,6 @@ class TrainConfig:
     lr: float = 1e-3
     seed: int = 0
     eval_tokens: int = 16384
-
-
-@dataclass
-class TrainResult:
-    heads: LayerHeads
-    losses: list[float] = field(default_factory=list)  # mean loss over layers, per step
-    seconds: float = 0.0
 
 
 def layer_loss(heads: LayerHeads, layer: int, h: torch.Tensor, p_rows: torch.Tensor, y: torch.Tensor,
@@ -78,29 +69,11 @@ def train_heads(lm: CausalLM, train_ids: list[int], cfg: TrainConfig, progress: 
     lm.hf.requires_grad_(False)
     rows = token_order(train_ids, lm.vocab_size)[: cfg.vocab]  # the heads' rows, most frequent first
     heads = LayerHeads.logit_lens(lm, rows).to(lm.device)
-    opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.1)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    ids = torch.tensor(train_ids)
-    result = TrainResult(heads)
-    t0 = time.perf_counter()
-    bar = tqdm(range(cfg.steps), desc="layer heads", unit="step", disable=not progress)
-    for _ in bar:
-        states, log_p = teacher(lm, windows(ids, cfg.batch, cfg.seq_len, gen))
-        p_rows, y = targets(log_p, heads.ids)
-        opt.zero_grad(set_to_none=True)
-        total = 0.0
-        for layer in range(1, lm.num_layers):  # one backward per layer keeps one graph alive at a time
-            loss = layer_loss(heads, layer, states[layer - 1], p_rows, y, cfg.hard_weight) / (lm.num_layers - 1)
-            loss.backward()
-            total += loss.item()
-        opt.step()
-        sched.step()
-        result.losses.append(total)
-        bar.set_postfix(loss=f"{total:.3f}")
-    result.seconds = time.perf_counter() - t0
-    heads.eval().requires_grad_(False)
-    return result
+
+    def layer_losses(states, log_p):
+        p_rows, y = targets(log_p, heads.ids)  # once per batch, for every layer
+        return lambda layer: layer_loss(heads, layer, states[layer - 1], p_rows, y, cfg.hard_weight)
+    return fit_per_layer(lm, heads, train_ids, cfg, layer_losses, "layer heads", progress=progress)
 
 
 @torch.no_grad()
