@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from core.fused_layer import FusedLayer, fuse, stale
 from core.kv_cache import KVCache
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
@@ -23,11 +24,6 @@ class ForwardOut:
     logits: torch.Tensor  # (T, V), fp32
     hidden: list[torch.Tensor] | None  # L + 1 entries of (T, d): embeddings, then after each layer
     taps: torch.Tensor | None = None  # (T, len(taps)·d): the requested hidden states side by side
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
 
 
 def causal_mask(prefix_len: int, n_new: int, device: torch.device) -> torch.Tensor:
@@ -56,6 +52,7 @@ class CausalLM:
         self.device = next(hf_model.parameters()).device
         self.dtype = next(hf_model.parameters()).dtype
         self._texts: dict[int, str] = {}  # token id -> its text: traces name every node, so decode each id once
+        self._fused: list[FusedLayer] = [fuse(layer, self.config) for layer in self.layers]  # 4 products, not 7
 
     @property
     def num_layers(self) -> int:
@@ -99,53 +96,23 @@ class CausalLM:
         cos, sin = self.body.rotary_emb(like[None], positions[None])  # each (1, T, D)
         return cos[0], sin[0]  # (T, D)
 
+    def fused(self, i: int) -> FusedLayer:
+        """Layer i as the forward runs it (read again if someone replaced its weights since)."""
+        f = self._fused[i]
+        if stale(self.layers[i], f):
+            f = self._fused[i] = fuse(self.layers[i], self.config)
+        return f
+
+    def input_norm(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        """Layer i's input RMSNorm (T, d) -> (T, d): the one every path through layer i uses."""
+        f = self.fused(i)
+        return f.norm(f.norm_in, h)
+
     def project_kv(self, i: int, x: torch.Tensor, cos: torch.Tensor,
                    sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Layer i's keys (rotated) and values for its normed input x (T, d): each (H_kv, T, D).
         Public because SpecBound also writes K/V for tokens that exited below layer i."""
-        attn = self.layers[i].self_attn
-        T = x.shape[0]
-        k = attn.k_proj(x).view(T, self.n_kv_heads, self.head_dim)  # (T, H_kv, D)
-        v = attn.v_proj(x).view(T, self.n_kv_heads, self.head_dim)
-        if hasattr(attn, "k_norm"):
-            k = attn.k_norm(k)
-        k, v = k.transpose(0, 1), v.transpose(0, 1)  # (H_kv, T, D)
-        return k * cos + rotate_half(k) * sin, v
-
-    def _attention(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
-                   start: int, mask: torch.Tensor, slots: torch.Tensor | None = None) -> torch.Tensor:
-        attn = self.layers[i].self_attn
-        T = x.shape[0]
-        q = attn.q_proj(x).view(T, self.n_heads, self.head_dim)  # (T, H, D)
-        if hasattr(attn, "q_norm"):  # Qwen3 normalises q and k per head before RoPE
-            q = attn.q_norm(q)
-        q = q.transpose(0, 1)  # (H, T, D)
-        q = q * cos + rotate_half(q) * sin
-        k, v = self.project_kv(i, x, cos, sin)
-        if slots is None:
-            cache.write(i, start, k, v)
-        else:
-            cache.write_at(i, slots, k, v)
-        keys, values = cache.view(i, mask.shape[-1])  # (H_kv, S, D): the slots the mask covers
-        out = F.scaled_dot_product_attention(
-            q[None], keys[None], values[None], attn_mask=mask[None, None], scale=attn.scaling,
-            enable_gqa=self.n_heads != self.n_kv_heads,
-        )  # (1, H, T, D)
-        return attn.o_proj(out[0].transpose(0, 1).reshape(T, self.n_heads * self.head_dim))
-
-    def _windowed(self, i: int, mask: torch.Tensor, positions: torch.Tensor, start: int,
-                  key_positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Apply a sliding window (Mistral / Qwen sliding layers) on top of `mask`; by default slot s < start sits
-        at position s and the new tokens follow (`key_positions`, (S,): every key slot's position otherwise)."""
-        attn = self.layers[i].self_attn
-        window = getattr(attn, "sliding_window", None)
-        if not hasattr(attn, "sliding_window") and self.config.model_type == "mistral":
-            window = getattr(self.config, "sliding_window", None)  # Mistral keeps it on the config only
-        if not window:
-            return mask
-        if key_positions is None:
-            key_positions = torch.cat([torch.arange(start, device=mask.device), positions])  # (S,)
-        return mask & (positions[:, None] - key_positions[None, :] < window)
+        return self.fused(i).project_kv(x, cos, sin)
 
     def forward_layers(self, h: torch.Tensor, positions: torch.Tensor, cache: KVCache, start: int,
                        mask: torch.Tensor, first: int, last: int, hidden: list | None = None,
@@ -157,10 +124,10 @@ class CausalLM:
         `key_positions` (S,) gives each key slot's position (for sliding windows)."""
         cos, sin = rope if rope is not None else self.rope(positions, h)
         for i in range(first, last):
-            layer = self.layers[i]
-            m = self._windowed(i, mask, positions, start, key_positions)
-            h = h + self._attention(i, layer.input_layernorm(h), cos, sin, cache, start, m, slots)
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
+            f = self.fused(i)
+            m = f.windowed(mask, positions, start, key_positions)
+            h = h + f.attention(i, f.norm(f.norm_in, h), cos, sin, cache, start, m, slots)
+            h = h + f.mlp(f.norm(f.norm_post, h))
             if hidden is not None:
                 hidden.append(h)
         return h

@@ -63,7 +63,7 @@ def propagate_kv(lm: CausalLM, cache: KVCache, i: int, h: torch.Tensor, slots: t
     """Layer i's K/V for tokens that exited below it, from their exit states h (n, d) (CALM's state
     propagation): a cheap stand-in so deeper drafts still see them. Slots equal positions here."""
     cos, sin = lm.rope(slots, h)  # (n, D)
-    k, v = lm.project_kv(i, lm.layers[i].input_layernorm(h), cos, sin)  # each (H_kv, n, D)
+    k, v = lm.project_kv(i, lm.input_norm(i, h), cos, sin)  # each (H_kv, n, D)
     cache.k[i, :, slots] = k
     cache.v[i, :, slots] = v
 

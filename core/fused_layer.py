@@ -1,0 +1,156 @@
+"""A decoder layer read once into plain tensors, with its projections stacked: four products a layer, not seven.
+
+Why: at batch size 1 a small model's forward is half products and half per-op cost (dispatch, module
+attribute lookups, small elementwise ops). q/k/v read the same normed input and so do gate/up, so each group
+is one product over stacked rows; each output row is the same dot product as before, so on this CPU the
+logits are bit-identical to the separate products (`tests/test_fused_layer.py` checks it on every supported
+family). The HF modules' weights become views into the stacked tensors: no second copy, and a module still
+runs as it did. Everything a forward reads (norm weights, eps, scaling, window) is read here once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from core.kv_cache import KVCache
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+@dataclass
+class FusedLayer:
+    """One decoder layer as the forward runs it."""
+    qkv_w: torch.Tensor  # (n_q + 2·n_kv, d): q_proj, k_proj, v_proj rows
+    qkv_b: torch.Tensor | None  # (n_q + 2·n_kv,) where the family has q/k/v biases (Qwen2)
+    o_w: torch.Tensor  # (d, n_q)
+    o_b: torch.Tensor | None
+    gate_up_w: torch.Tensor  # (2·I, d): gate_proj, up_proj rows
+    gate_up_b: torch.Tensor | None
+    down_w: torch.Tensor  # (d, I)
+    down_b: torch.Tensor | None
+    norm_in: nn.Module  # the family's RMSNorm modules, for half precision (they cast between steps)
+    norm_post: nn.Module
+    eps: float
+    act: Callable[[torch.Tensor], torch.Tensor]
+    q_norm: nn.Module | None  # Qwen3's per-head norms before RoPE
+    k_norm: nn.Module | None
+    scaling: float
+    window: int | None  # sliding-window width (Mistral, Qwen's sliding layers)
+    n_q: int  # heads · head_dim
+    n_kv: int  # kv_heads · head_dim
+    inner: int  # I
+    heads: int
+    kv_heads: int
+    head_dim: int
+    source: nn.Parameter  # q_proj's weight when stacked: a module whose weight was replaced since is re-read
+
+    def norm(self, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        """RMSNorm as one op in fp32 (the same values as the module's five there); the module otherwise."""
+        if h.dtype == torch.float32:
+            return F.rms_norm(h, module.weight.shape, module.weight, self.eps)
+        return module(h)
+
+    def heads_of(self, x: torch.Tensor, first: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows [first, n_q + 2·n_kv) of the stacked q/k/v product over x (T, d), split per head: the q·k part
+        (T, [H +] H_kv, D) with Qwen3's per-head norms applied, and v (T, H_kv, D)."""
+        T = x.shape[0]
+        out = F.linear(x, self.qkv_w[first:], None if self.qkv_b is None else self.qkv_b[first:])  # (T, rows)
+        n_qk = self.n_q + self.n_kv - first
+        qk = out[:, :n_qk].view(T, -1, self.head_dim)
+        v = out[:, n_qk:].view(T, self.kv_heads, self.head_dim)
+        if self.k_norm is not None:  # Qwen3 normalises q and k per head before RoPE
+            k = self.k_norm(qk[:, -self.kv_heads:])
+            qk = torch.cat([self.q_norm(qk[:, :self.heads]), k], 1) if first == 0 else k
+        return qk, v
+
+    def project_kv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys (rotated) and values for the normed input x (T, d): each (H_kv, T, D)."""
+        k, v = self.heads_of(x, self.n_q)
+        k = k.transpose(0, 1)  # (H_kv, T, D)
+        return k * cos + rotate_half(k) * sin, v.transpose(0, 1)
+
+    def windowed(self, mask: torch.Tensor, positions: torch.Tensor, start: int,
+                 key_positions: torch.Tensor | None = None) -> torch.Tensor:
+        """The sliding window on top of `mask`; by default slot s < start sits at position s and the new tokens
+        follow (`key_positions`, (S,): every key slot's position otherwise)."""
+        if not self.window:
+            return mask
+        if key_positions is None:
+            key_positions = torch.cat([torch.arange(start, device=mask.device), positions])  # (S,)
+        return mask & (positions[:, None] - key_positions[None, :] < self.window)
+
+    def attention(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache, start: int,
+                  mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
+        """Self-attention of the normed x (T, d) as layer i: its K/V go to the cache first -> (T, d)."""
+        T = x.shape[0]
+        qk, v = self.heads_of(x, 0)
+        qk = qk.transpose(0, 1)  # (H + H_kv, T, D): q and k rotated together
+        qk = qk * cos + rotate_half(qk) * sin
+        q, k, v = qk[:self.heads], qk[self.heads:], v.transpose(0, 1)
+        if slots is None:
+            cache.write(i, start, k, v)
+        else:
+            cache.write_at(i, slots, k, v)
+        keys, values = cache.view(i, mask.shape[-1])  # (H_kv, S, D): the slots the mask covers
+        out = F.scaled_dot_product_attention(
+            q[None], keys[None], values[None], attn_mask=mask[None, None], scale=self.scaling,
+            enable_gqa=self.heads != self.kv_heads,
+        )  # (1, H, T, D)
+        return F.linear(out[0].transpose(0, 1).reshape(T, self.n_q), self.o_w, self.o_b)
+
+    def mlp(self, x: torch.Tensor) -> torch.Tensor:
+        """down(act(gate(x)) · up(x)) with gate and up as one product: x (T, d) -> (T, d)."""
+        gate, up = F.linear(x, self.gate_up_w, self.gate_up_b).split(self.inner, -1)  # each (T, I)
+        return F.linear(self.act(gate) * up, self.down_w, self.down_b)
+
+
+def _stack(mods: list[nn.Linear]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Concatenate the modules' weights (and biases) and point each module at its rows of the result."""
+    with torch.no_grad():
+        w = torch.cat([m.weight for m in mods])  # (Σ out, in)
+        biased = [m.bias is not None for m in mods]
+        b = torch.cat([m.bias for m in mods]) if all(biased) else None
+        row = 0
+        for m in mods:
+            n = m.weight.shape[0]
+            m.weight = nn.Parameter(w[row:row + n], requires_grad=m.weight.requires_grad)
+            if b is not None:
+                m.bias = nn.Parameter(b[row:row + n], requires_grad=m.bias.requires_grad)
+            row += n
+        if any(biased) and b is None:  # some carry a bias and some not: zeros for the others' rows
+            b = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.weight.shape[0]) for m in mods])
+    return w, b
+
+
+def _window(attn: nn.Module, config) -> int | None:
+    if hasattr(attn, "sliding_window"):
+        return attn.sliding_window or None
+    if config.model_type == "mistral":  # Mistral keeps it on the config only
+        return getattr(config, "sliding_window", None) or None
+    return None
+
+
+def fuse(layer: nn.Module, config) -> FusedLayer:
+    attn, mlp = layer.self_attn, layer.mlp
+    qkv_w, qkv_b = _stack([attn.q_proj, attn.k_proj, attn.v_proj])
+    gate_up_w, gate_up_b = _stack([mlp.gate_proj, mlp.up_proj])
+    act = F.silu if getattr(config, "hidden_act", None) == "silu" else mlp.act_fn
+    return FusedLayer(
+        qkv_w, qkv_b, attn.o_proj.weight, attn.o_proj.bias, gate_up_w, gate_up_b, mlp.down_proj.weight,
+        mlp.down_proj.bias, layer.input_layernorm, layer.post_attention_layernorm,
+        layer.input_layernorm.variance_epsilon, act, getattr(attn, "q_norm", None), getattr(attn, "k_norm", None),
+        attn.scaling, _window(attn, config), attn.q_proj.weight.shape[0], attn.k_proj.weight.shape[0],
+        mlp.gate_proj.weight.shape[0], config.num_attention_heads, config.num_key_value_heads, attn.head_dim,
+        attn.q_proj.weight)
+
+
+def stale(layer: nn.Module, fused: FusedLayer) -> bool:
+    """Whether the layer's weights were replaced (not edited in place) since it was read: then read it again."""
+    return layer.self_attn.q_proj.weight is not fused.source or layer.mlp.down_proj.weight is not fused.down_w
