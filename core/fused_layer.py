@@ -49,7 +49,6 @@ class FusedLayer:
     heads: int
     kv_heads: int
     head_dim: int
-    source: nn.Parameter  # q_proj's weight when stacked: a module whose weight was replaced since is re-read
 
     def norm(self, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
         """RMSNorm as one op in fp32 (the same values as the module's five there); the module otherwise."""
@@ -111,7 +110,7 @@ class FusedLayer:
         return F.linear(self.act(gate) * up, self.down_w, self.down_b)
 
 
-def _stack(mods: list[nn.Linear]) -> tuple[torch.Tensor, torch.Tensor | None]:
+def stack_rows(mods: list[nn.Linear]) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Concatenate the modules' weights (and biases) and point each module at its rows of the result."""
     with torch.no_grad():
         w = torch.cat([m.weight for m in mods])  # (Σ out, in)
@@ -139,18 +138,19 @@ def _window(attn: nn.Module, config) -> int | None:
 
 def fuse(layer: nn.Module, config) -> FusedLayer:
     attn, mlp = layer.self_attn, layer.mlp
-    qkv_w, qkv_b = _stack([attn.q_proj, attn.k_proj, attn.v_proj])
-    gate_up_w, gate_up_b = _stack([mlp.gate_proj, mlp.up_proj])
+    qkv_w, qkv_b = stack_rows([attn.q_proj, attn.k_proj, attn.v_proj])
+    gate_up_w, gate_up_b = stack_rows([mlp.gate_proj, mlp.up_proj])
     act = F.silu if getattr(config, "hidden_act", None) == "silu" else mlp.act_fn
     return FusedLayer(
         qkv_w, qkv_b, attn.o_proj.weight, attn.o_proj.bias, gate_up_w, gate_up_b, mlp.down_proj.weight,
         mlp.down_proj.bias, layer.input_layernorm, layer.post_attention_layernorm,
         layer.input_layernorm.variance_epsilon, act, getattr(attn, "q_norm", None), getattr(attn, "k_norm", None),
         attn.scaling, _window(attn, config), attn.q_proj.weight.shape[0], attn.k_proj.weight.shape[0],
-        mlp.gate_proj.weight.shape[0], config.num_attention_heads, config.num_key_value_heads, attn.head_dim,
-        attn.q_proj.weight)
+        mlp.gate_proj.weight.shape[0], config.num_attention_heads, config.num_key_value_heads, attn.head_dim)
 
 
 def stale(layer: nn.Module, fused: FusedLayer) -> bool:
-    """Whether the layer's weights were replaced (not edited in place) since it was read: then read it again."""
-    return layer.self_attn.q_proj.weight is not fused.source or layer.mlp.down_proj.weight is not fused.down_w
+    """Whether the layer's weights moved to other storage (replaced, or .to() another device or dtype) since it
+    was read, not edited in place: then it is read again."""
+    return (layer.self_attn.q_proj.weight.data_ptr() != fused.qkv_w.data_ptr()
+            or layer.mlp.down_proj.weight.data_ptr() != fused.down_w.data_ptr())

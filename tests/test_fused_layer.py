@@ -96,3 +96,4 @@ def test_half_precision_uses_the_familys_own_norm():
     with torch.no_grad():
         theirs = lm.hf(input_ids=ids[None]).logits[0].float()
     torch.testing.assert_close(ours, theirs, atol=0.1, rtol=0.05)
+
