@@ -110,10 +110,13 @@ class FusedLayer:
         return F.linear(self.act(gate) * up, self.down_w, self.down_b)
 
 
-def stack_rows(mods: list[nn.Linear]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Concatenate the modules' weights (and biases) and point each module at its rows of the result."""
+def stack_rows(mods: list[nn.Linear], columns: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Concatenate the modules' weights (and biases) and point each module at its rows of the result.
+    `columns`: store the result column by column (a (Σ out, in) view of an (in, Σ out) tensor; see fuse)."""
     with torch.no_grad():
         w = torch.cat([m.weight for m in mods])  # (Σ out, in)
+        if columns:
+            w = w.t().contiguous().t()
         biased = [m.bias is not None for m in mods]
         b = torch.cat([m.bias for m in mods]) if all(biased) else None
         row = 0
@@ -136,10 +139,16 @@ def _window(attn: nn.Module, config) -> int | None:
     return None
 
 
-def fuse(layer: nn.Module, config) -> FusedLayer:
+def fuse(layer: nn.Module, config, columns: bool = False) -> FusedLayer:
+    """`columns`: store every product's weight column-major, so F.linear runs x·Wᵀ as a plain (T, in)·(in, out)
+    product; on this project's CPUs that costs 1.5× less than the row-major one at 8–16 rows and a little less
+    at one (README, "A leaner forward"). The values differ from row-major's in the last bits."""
     attn, mlp = layer.self_attn, layer.mlp
-    qkv_w, qkv_b = stack_rows([attn.q_proj, attn.k_proj, attn.v_proj])
-    gate_up_w, gate_up_b = stack_rows([mlp.gate_proj, mlp.up_proj])
+    qkv_w, qkv_b = stack_rows([attn.q_proj, attn.k_proj, attn.v_proj], columns)
+    gate_up_w, gate_up_b = stack_rows([mlp.gate_proj, mlp.up_proj], columns)
+    if columns:
+        stack_rows([attn.o_proj], columns)
+        stack_rows([mlp.down_proj], columns)
     act = F.silu if getattr(config, "hidden_act", None) == "silu" else mlp.act_fn
     return FusedLayer(
         qkv_w, qkv_b, attn.o_proj.weight, attn.o_proj.bias, gate_up_w, gate_up_b, mlp.down_proj.weight,

@@ -52,7 +52,8 @@ class CausalLM:
         self.device = next(hf_model.parameters()).device
         self.dtype = next(hf_model.parameters()).dtype
         self._texts: dict[int, str] = {}  # token id -> its text: traces name every node, so decode each id once
-        self._fused: list[FusedLayer] = [fuse(layer, self.config) for layer in self.layers]  # 4 products, not 7
+        self.columns = self.device.type == "cpu"  # weights column-major where that was measured faster (a CPU)
+        self._fused: list[FusedLayer] = [fuse(layer, self.config, self.columns) for layer in self.layers]
 
     @property
     def num_layers(self) -> int:
@@ -100,7 +101,7 @@ class CausalLM:
         """Layer i as the forward runs it (read again if someone replaced its weights since)."""
         f = self._fused[i]
         if stale(self.layers[i], f):
-            f = self._fused[i] = fuse(self.layers[i], self.config)
+            f = self._fused[i] = fuse(self.layers[i], self.config, self.columns)
         return f
 
     def input_norm(self, i: int, h: torch.Tensor) -> torch.Tensor:

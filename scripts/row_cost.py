@@ -8,9 +8,9 @@ bound by arithmetic and T rows cost up to T times one: this table says how much 
 tokens is free here. Each cell is the median of 7 timings of 400 calls, all shapes timed side by side in one run.
 
 The second table times what a forward does instead: every layer's products in turn, so the weights stream from
-memory rather than sit in cache, through F.linear (the weight as (out, in), what the engine runs), through
-F.linear on the same weight stored column by column (no copy kept, no module changed: only the strides), and
-through a copy stored as (in, out) (`x @ Wt`), in ms for all of them together.
+memory rather than sit in cache, through F.linear on the weight as loaded ((out, in) row-major), through
+F.linear on the same weight stored column by column (only the strides differ: what core/fused_layer.py stores
+on a CPU), and through a copy stored as (in, out) (`x @ Wt`), in ms for all of them together.
 """
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def shapes(lm) -> list[tuple[str, torch.Tensor]]:
     """(what, weight (out, in)) for every distinct product of one decoder layer, then the LM head."""
     layer = lm.layers[0]
     attn, mlp = layer.self_attn, layer.mlp
-    return [("q/k/v/o projection", attn.q_proj.weight), ("MLP gate/up", mlp.gate_proj.weight),
-            ("MLP down", mlp.down_proj.weight), ("LM head (whole vocabulary)", lm.hf.lm_head.weight)]
+    return [(what, w.contiguous()) for what, w in  # row-major, as loaded (a CPU's CausalLM stores them by column)
+            (("q/k/v/o projection", attn.q_proj.weight), ("MLP gate/up", mlp.gate_proj.weight),
+             ("MLP down", mlp.down_proj.weight), ("LM head (whole vocabulary)", lm.hf.lm_head.weight))]
 
 
 def cost_us(w: torch.Tensor, rows: int, calls: int = 400, repeats: int = 7) -> float:
@@ -50,8 +51,8 @@ def cost_us(w: torch.Tensor, rows: int, calls: int = 400, repeats: int = 7) -> f
     return statistics.median(times)
 
 
-LAYOUTS = {"F.linear, W (out, in): what the engine runs": "rows",
-           "F.linear, the same W stored column-major (`W.t().contiguous().t()`)": "columns",
+LAYOUTS = {"F.linear, W (out, in) row-major, as loaded": "rows",
+           "F.linear, the same W stored column-major (`W.t().contiguous().t()`): what the engine runs on a CPU": "columns",
            "x @ Wt, a copy stored (in, out)": "transposed"}
 
 
@@ -59,8 +60,7 @@ def streamed_ms(lm, rows: int, layout: str, repeats: int = 15) -> float:
     """Median ms of every decoder layer's seven products for `rows` rows, layer after layer (weights streamed)."""
     ws = [m.weight for layer in lm.layers for m in (layer.self_attn.q_proj, layer.self_attn.k_proj,
           layer.self_attn.v_proj, layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)]
-    if layout == "columns":
-        ws = [w.t().contiguous().t() for w in ws]  # (out, in) still, its storage column by column
+    ws = [w.t().contiguous().t() if layout == "columns" else w.contiguous() for w in ws]  # (out, in) either way
     xs = [torch.randn(rows, w.shape[1], dtype=w.dtype) for w in ws]  # (T, in) each
     if layout == "transposed":
         wts = [w.t().contiguous() for w in ws]  # (in, out)
