@@ -43,12 +43,21 @@ class FusedLayer:
     k_norm: nn.Module | None
     scaling: float
     window: int | None  # sliding-window width (Mistral, Qwen's sliding layers)
-    n_q: int  # heads · head_dim
-    n_kv: int  # kv_heads · head_dim
-    inner: int  # I
     heads: int
     kv_heads: int
     head_dim: int
+
+    @property
+    def n_q(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def n_kv(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def inner(self) -> int:  # I
+        return self.gate_up_w.shape[0] // 2
 
     def norm(self, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
         """RMSNorm as one op in fp32 (the same values as the module's five there); the module otherwise."""
@@ -154,8 +163,7 @@ def fuse(layer: nn.Module, config, columns: bool = False) -> FusedLayer:
         qkv_w, qkv_b, attn.o_proj.weight, attn.o_proj.bias, gate_up_w, gate_up_b, mlp.down_proj.weight,
         mlp.down_proj.bias, layer.input_layernorm, layer.post_attention_layernorm,
         layer.input_layernorm.variance_epsilon, act, getattr(attn, "q_norm", None), getattr(attn, "k_norm", None),
-        attn.scaling, _window(attn, config), attn.q_proj.weight.shape[0], attn.k_proj.weight.shape[0],
-        mlp.gate_proj.weight.shape[0], config.num_attention_heads, config.num_key_value_heads, attn.head_dim)
+        attn.scaling, _window(attn, config), config.num_attention_heads, config.num_key_value_heads, attn.head_dim)
 
 
 def stale(layer: nn.Module, fused: FusedLayer) -> bool:
