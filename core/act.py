@@ -35,14 +35,16 @@ class LayerConfidence:
     top_id: int
 
 
-def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float, raw: bool = True) -> LayerConfidence:
-    """z: (V,) exit-head logits after layer ℓ (-inf outside the exit vocabulary, so the softmax is over the
-    tokens that may exit). The raw (un-annealed) confidence is only for the trace's raw view: with raw=False
-    it is not computed (NaN), sparing a softmax per check."""
+def layer_confidence(z: torch.Tensor, layer: int, num_layers: int, alpha: float, raw: bool = True,
+                     ids: torch.Tensor | None = None) -> LayerConfidence:
+    """z: (k,) the exit head's logits over the tokens that may exit after layer ℓ, those tokens' ids (k,) in
+    `ids` (None: z covers the whole vocabulary, −inf where a token may not exit). The raw (un-annealed)
+    confidence is only for the trace's raw view: with raw=False it is not computed (NaN), sparing a softmax."""
     t = act_temperature(layer, num_layers, alpha)
     annealed = float(torch.softmax(z.float() / t, -1).max())
     raw_conf = float(torch.softmax(z.float(), -1).max()) if raw else math.nan
-    return LayerConfidence(layer, t, raw_conf, annealed, int(z.argmax()))
+    top = int(z.argmax())
+    return LayerConfidence(layer, t, raw_conf, annealed, top if ids is None else int(ids[top]))
 
 
 def exits_at(conf: LayerConfidence, tau_exit: float) -> bool:
@@ -74,11 +76,15 @@ def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, r
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
     L, mid = lm.num_layers, max(1, lm.num_layers // 2)  # any layer below L costs the same
 
+    def one_check() -> None:  # as drafting runs it: the exit scores and the confidence read off them
+        z, ids = heads.scores(lm, mid, h, vocab)
+        layer_confidence(z[0], mid, L, 0.5, raw=False, ids=ids)
+
     def timed(check: bool) -> float:
         t0 = time.perf_counter()
         lm.forward_layers(h, pos, cache, 32, mask, 0, L)
         if check:
-            heads.logits(lm, mid, h, vocab)
+            one_check()
         sync(lm.device)
         return (time.perf_counter() - t0) * 1000
 
@@ -89,7 +95,7 @@ def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, r
         plain = timed(False)
         passes.append(plain)
         diffs.append(timed(True) - plain)
-    t_alone = median_ms(lambda: heads.logits(lm, mid, h, vocab), reps)  # a floor where the difference is noise
+    t_alone = median_ms(one_check, reps)  # a floor where the difference is noise
     return CheckCost(statistics.median(passes) / L, max(t_alone, statistics.median(diffs)))
 
 

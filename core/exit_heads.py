@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta
+from core.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta, spread
 from core.model import CausalLM
 from core.paths import cache_home
 
@@ -64,20 +64,23 @@ class ExitHeads(torch.nn.Module):
         delta = (x @ self.down[i].T) @ self.up[i].T  # (..., r) -> (..., d)
         return h + delta.to(h.dtype)
 
-    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
-        """z^(ℓ): (T, d) -> (T, V) fp32. `vocab` (sorted token ids): only those rows of the LM head are
-        computed, the others are -inf (those tokens cannot exit here). The final layer is always whole."""
+    def scores(self, lm: CausalLM, layer: int, h: torch.Tensor,
+               vocab: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """What a check reads: (T, V_exit) fp32 logits over `vocab` (sorted token ids) and those ids, only those
+        rows of the LM head computed (the other tokens cannot exit here); the whole (T, V) and None without a
+        vocab or at the final layer, which is always whole."""
         if vocab is None or layer >= self.num_layers:
-            return lm.head(self.adapt(layer, h))
+            return lm.head(self.adapt(layer, h)), None
         rows = self._rows.get(len(vocab))
         if rows is None:  # the kept rows of the LM head, gathered once (a gather per check would cost more)
             head = lm.hf.lm_head
             rows = (head.weight[vocab].contiguous(), None if head.bias is None else head.bias[vocab].contiguous())
             self._rows[len(vocab)] = rows
-        z = torch.nn.functional.linear(lm.body.norm(self.adapt(layer, h)), *rows).float()  # (T, V_exit)
-        out = torch.full((h.shape[0], lm.config.vocab_size), -math.inf, device=h.device)  # (T, V)
-        out[:, vocab] = z
-        return out
+        return torch.nn.functional.linear(lm.body.norm(self.adapt(layer, h)), *rows).float(), vocab  # (T, V_exit)
+
+    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
+        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the rows `scores` reads."""
+        return spread(*self.scores(lm, layer, h, vocab), lm.config.vocab_size)
 
     @property
     def megabytes(self) -> float:

@@ -33,6 +33,15 @@ META = "layer_heads.json"
 PAPER = "paper"
 
 
+def spread(z: torch.Tensor, ids: torch.Tensor | None, vocab_size: int) -> torch.Tensor:
+    """(T, k) logits over token ids `ids` (k,) -> (T, V) with −inf for every other token (None: z is whole)."""
+    if ids is None:
+        return z
+    out = torch.full((z.shape[0], vocab_size), -math.inf, device=z.device)  # (T, V)
+    out[:, ids] = z
+    return out
+
+
 class LayerHeads(torch.nn.Module):
     """Light LM heads for layers ℓ = 1..L−1 (index ℓ−1), stacked: W (L−1, V_h, d), norm (L−1, d), bias (L−1, V_h);
     `ids` (V_h,) the target token id of each row, most frequent first."""
@@ -73,16 +82,20 @@ class LayerHeads(torch.nn.Module):
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm[i]  # (T, d)
         return torch.addmm(self.bias[i, :k], x, self.weight[i, :k].T)  # (T, k)
 
-    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
-        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the head's rows. `vocab` (the V_exit most frequent ids of the
-        same training text, core/exit_heads.exit_vocab) keeps only the first V_exit rows, which are those ids.
-        At ℓ = L the model's own head, whole."""
+    def scores(self, lm: CausalLM, layer: int, h: torch.Tensor,
+               vocab: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """What a check reads: (T, k) fp32 logits over the k rows a token may exit to and their ids (k,), the
+        first V_exit rows when `vocab` is given (core/exit_heads.exit_vocab: the same training text's most
+        frequent ids, so its first rows are those ids). At ℓ = L the model's own head, whole, and None for ids.
+        A check needs only these: every other token is −inf, so its softmax and argmax are the same over k."""
         if layer >= self.num_layers:
-            return lm.head(h)
+            return lm.head(h), None
         k = self.vocab_size if vocab is None else min(len(vocab), self.vocab_size)
-        out = torch.full((h.shape[0], lm.vocab_size), -math.inf, device=h.device)  # (T, V)
-        out[:, self.ids[:k]] = self.small_logits(layer, h, k)
-        return out
+        return self.small_logits(layer, h, k), self.ids[:k]
+
+    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
+        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the rows `scores` reads."""
+        return spread(*self.scores(lm, layer, h, vocab), lm.vocab_size)
 
     @property
     def megabytes(self) -> float:

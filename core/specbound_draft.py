@@ -17,6 +17,7 @@ import torch
 from core.act import LayerConfidence, exits_at, layer_confidence
 from core.exit_heads import ExitHeads
 from core.kv_cache import KVCache
+from core.layer_heads import spread
 from core.model import CausalLM
 from core.sampling import SamplingConfig, choose, probs
 from core.specbound_block import Block, draft_mask, propagate_kv
@@ -113,11 +114,11 @@ def draft_one_token(lm: CausalLM, cache: KVCache, plan: DraftPlan, block: Block,
         run = run_to_next_check(lm, cache, plan, block, g, run)
         if run.layer not in plan.checks:
             continue
-        z = plan.heads.logits(lm, run.layer, run.h[-1:], plan.vocab)[0]  # (V,); -inf outside the exit vocabulary
+        z, ids = plan.heads.scores(lm, run.layer, run.h[-1:], plan.vocab)  # (1, k) over the ids (k,) that may exit
         block.head_evals += 1
-        confs.append(layer_confidence(z, run.layer, L, plan.alpha, raw=plan.record_raw))
-        if exits_at(confs[-1], plan.tau_exit) or run.layer == L:
-            return TokenDraft(exit_trace(len(block.drafted), confs, text_of, run.layer), z)
+        confs.append(layer_confidence(z[0], run.layer, L, plan.alpha, raw=plan.record_raw, ids=ids))
+        if exits_at(confs[-1], plan.tau_exit) or run.layer == L:  # the whole (V,) z only for the token that exits
+            return TokenDraft(exit_trace(len(block.drafted), confs, text_of, run.layer), spread(z, ids, lm.vocab_size)[0])
     return TokenDraft(exit_trace(len(block.drafted), confs, text_of, None), None)
 
 

@@ -80,3 +80,28 @@ def test_heads_trained_on_other_weights_fall_back_to_the_logit_lens(tmp_path):
     assert load_heads(lm, tmp_path).kind == TRAINED
     with pytest.warns(UserWarning, match="other weights"):
         assert load_heads(other, tmp_path).kind == LOGIT_LENS
+
+
+def test_a_check_over_the_exit_vocabulary_reads_what_the_whole_logits_say():
+    """Drafting checks on `scores` (only the rows a token may exit to) and spreads to the whole vocabulary only
+    for the token that exits: the confidence and the top token must be those of the whole −inf-filled logits."""
+    from core.act import layer_confidence
+    from core.layer_heads import LayerHeads, spread
+    lm = tiny_lm("llama", num_hidden_layers=4)
+    torch.manual_seed(0)
+    ids = torch.randperm(lm.vocab_size)[:20]  # rows in "frequency" order, not sorted
+    heads = LayerHeads.logit_lens(lm, ids)
+    vocab = torch.sort(ids[:12]).values
+    shared = ExitHeads(4, 32, rank=8)
+    h = torch.randn(1, 32) * 3
+    for kind, v in ((heads, None), (heads, vocab), (shared, vocab), (shared, None)):
+        for layer in (1, 2, 4):
+            z, rows = kind.scores(lm, layer, h, v)
+            whole = kind.logits(lm, layer, h, v)
+            torch.testing.assert_close(spread(z, rows, lm.vocab_size), whole)
+            small, full = (layer_confidence(z[0], layer, 4, 0.5, ids=rows), layer_confidence(whole[0], layer, 4, 0.5))
+            assert small.top_id == full.top_id
+            assert small.annealed == pytest.approx(full.annealed, rel=1e-6)
+            assert small.raw == pytest.approx(full.raw, rel=1e-6)
+            if layer < 4 and v is not None:
+                assert z.shape == (1, len(v)) and rows is not None

@@ -31,13 +31,13 @@ class ScriptedHeads(ExitHeads):
         super().__init__(num_layers, 32, rank=0)
         self.plan, self.token = plan, -1
 
-    def logits(self, lm, layer, h, vocab=None):
+    def scores(self, lm, layer, h, vocab=None):  # a check reads scores: (T, V) here, so no ids
         if layer == 1:
             self.token += 1
         confident = self.token < len(self.plan) and self.plan[self.token] == layer
         z = torch.zeros(h.shape[0], V)  # (T, V) uniform: confidence 1/V
         z[:, DRAFT_TOKEN] = 20.0 if confident else 0.0
-        return z
+        return z, None
 
 
 def run_step(lm, plan, prompt=(5, 17, 33, 8), max_new_tokens=32, **knobs):
@@ -74,10 +74,10 @@ def test_over_confident_shallow_layer_exits_only_without_act():
 
 def test_act_moves_the_exit_deeper_in_the_drafting_loop(tiny6):
     class SameConfidence(ExitHeads):  # raw confidence 0.946 at every layer: α decides where it counts
-        def logits(self, lm, layer, h, vocab=None):
+        def scores(self, lm, layer, h, vocab=None):  # a check reads scores: (T, V) here, so no ids
             z = torch.zeros(h.shape[0], V)
             z[:, DRAFT_TOKEN] = 7.0
-            return z
+            return z, None
     exits = {}
     for alpha in (0.0, 1.0):
         method = SpecBoundMethod(alpha=alpha, tau_exit=0.5, min_exit_layer=1, d_max=6, w_max=1,
@@ -136,10 +136,10 @@ class OracleHeads(ScriptedHeads):
         super().__init__(num_layers, plan)
         self.truth, self.session, self.seen_steps, self.k = truth, None, -1, 0
 
-    def logits(self, lm, layer, h, vocab=None):
-        z = super().logits(lm, layer, h)
+    def scores(self, lm, layer, h, vocab=None):  # a check reads scores: (T, V) here, so no ids
+        z, _ = super().scores(lm, layer, h)
         if self.session is None:  # the check's cost, measured when the session is built
-            return z
+            return z, None
         if layer == 1:
             steps = len(self.session.traces)
             self.k = 0 if steps != self.seen_steps else self.k + 1
@@ -147,7 +147,7 @@ class OracleHeads(ScriptedHeads):
         pos = len(self.session.output_ids) + self.k
         right = pos < len(self.truth) and self.token % 5 != 4
         tok = self.truth[pos] if right else DRAFT_TOKEN
-        return z[:, (torch.arange(V) - tok + DRAFT_TOKEN) % V]  # move the planned peak onto tok
+        return z[:, (torch.arange(V) - tok + DRAFT_TOKEN) % V], None  # move the planned peak onto tok
 
 
 def assert_cache_exact(lm, s: Session) -> None:
@@ -198,8 +198,8 @@ class LensAt(ExitHeads):
         super().__init__(num_layers, 32, rank=0)
         self.at = at
 
-    def logits(self, lm, layer, h, vocab=None):
-        return lm.head(h) * self.at[layer] if layer in self.at else torch.zeros(h.shape[0], V)
+    def scores(self, lm, layer, h, vocab=None):  # a check reads scores: (T, V) here, so no ids
+        return (lm.head(h) * self.at[layer] if layer in self.at else torch.zeros(h.shape[0], V)), None
 
 
 def test_layers_run_in_one_call_draft_what_one_call_per_layer_drafts(tiny6):
@@ -250,8 +250,8 @@ class FixedHeads(ExitHeads):
         super().__init__(3, 32, rank=0)
         self.z = z
 
-    def logits(self, lm, layer, h, vocab=None):
-        return self.z.expand(h.shape[0], -1)
+    def scores(self, lm, layer, h, vocab=None):  # a check reads scores: (T, V) here, so no ids
+        return self.z.expand(h.shape[0], -1), None
 
 
 def first_token_counts(lm, cfg: SamplingConfig, runs: int) -> np.ndarray:
