@@ -70,10 +70,15 @@ def propagate_kv(lm: CausalLM, cache: KVCache, i: int, h: torch.Tensor, slots: t
 
 def draft_mask(block: Block, g0: int, g1: int, layer: int, device: torch.device) -> torch.Tensor:
     """(T_g, base + g1) for running layer `layer` (1-based) on block tokens [g0, g1): the cached prefix,
-    earlier block tokens whose slot holds K/V of this layer, and the group itself causally."""
-    done = torch.tensor([block.kv_depth[j] >= layer for j in range(g0)], dtype=torch.bool, device=device)  # (g0,)
-    mask = causal_mask(block.base + g0, g1 - g0, device)  # (T_g, base + g1)
-    mask[:, block.base: block.base + g0] = done
+    earlier block tokens whose slot holds K/V of this layer, and the group itself causally. Built in place
+    (drafting asks for one per layer run, mostly for one token, where the group's causal part is all True)."""
+    base, n = block.base, g1 - g0
+    mask = torch.ones(n, base + g1, dtype=torch.bool, device=device)  # (T_g, base + g1)
+    short = [j for j in range(g0) if block.kv_depth[j] < layer]
+    if short:
+        mask[:, [base + j for j in short]] = False
+    if n > 1:
+        mask[:, base + g0:] = torch.ones(n, n, dtype=torch.bool, device=device).tril()
     return mask
 
 

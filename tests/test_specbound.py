@@ -352,3 +352,24 @@ def test_choosing_exit_layers_over_repeated_passes_stores_the_choice_and_its_pas
     best = max(measured["speedup_over_ar"], key=measured["speedup_over_ar"].get)
     assert stored["exit_layers"] == (list(range(1, 13)) if best == "all" else [int(best)])
     assert "2 pass(es)" in capsys.readouterr().out
+
+
+def test_draft_mask_is_the_rule_it_states_entry_by_entry():
+    """Query t (block token g0 + t) may see: every cached slot, an earlier block token j < g0 only when its
+    slot holds K/V of this layer, and the group's tokens up to itself; nothing beyond base + g1."""
+    import random
+    from core.specbound_block import Block, draft_mask
+    r = random.Random(0)
+    for _ in range(300):
+        block = Block(r.randint(0, 9), [], 0)
+        g0 = r.randint(0, 5)
+        g1 = g0 + r.randint(1, 3)
+        block.kv_depth = [r.randint(0, 6) for _ in range(g1)]
+        layer = r.randint(1, 6)
+        mask = draft_mask(block, g0, g1, layer, torch.device("cpu"))
+        assert mask.shape == (g1 - g0, block.base + g1)
+        for t in range(g1 - g0):
+            for s in range(block.base + g1):
+                j = s - block.base
+                want = s < block.base or (j < g0 and block.kv_depth[j] >= layer) or (g0 <= j <= g0 + t)
+                assert bool(mask[t, s]) == want
