@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta, spread
+from core.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta, WholeLogits
 from core.model import CausalLM
 from core.paths import cache_home
 
@@ -38,7 +38,7 @@ CACHE_ROOT = cache_home() / "exit_heads"  # heads trained for Hub models (core/p
 TRAINED, LOGIT_LENS = "trained", "logit-lens"
 
 
-class ExitHeads(torch.nn.Module):
+class ExitHeads(WholeLogits, torch.nn.Module):
     """Adapters for layers ℓ = 1..L-1 (index ℓ-1), stacked; rank 0 means the logit lens."""
 
     def __init__(self, num_layers: int, hidden: int, rank: int, eps: float = 1e-6) -> None:
@@ -77,10 +77,6 @@ class ExitHeads(torch.nn.Module):
             rows = (head.weight[vocab].contiguous(), None if head.bias is None else head.bias[vocab].contiguous())
             self._rows[len(vocab)] = rows
         return torch.nn.functional.linear(lm.body.norm(self.adapt(layer, h)), *rows).float(), vocab  # (T, V_exit)
-
-    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
-        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the rows `scores` reads."""
-        return spread(*self.scores(lm, layer, h, vocab), lm.config.vocab_size)
 
     @property
     def megabytes(self) -> float:

@@ -42,7 +42,15 @@ def spread(z: torch.Tensor, ids: torch.Tensor | None, vocab_size: int) -> torch.
     return out
 
 
-class LayerHeads(torch.nn.Module):
+class WholeLogits:
+    """z^(ℓ) over the whole vocabulary from a head kind's `scores` (what the page and the self drafter read)."""
+
+    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
+        """(T, d) -> (T, V) fp32, −inf outside the rows `scores` reads."""
+        return spread(*self.scores(lm, layer, h, vocab), lm.vocab_size)
+
+
+class LayerHeads(WholeLogits, torch.nn.Module):
     """Light LM heads for layers ℓ = 1..L−1 (index ℓ−1), stacked: W (L−1, V_h, d), norm (L−1, d), bias (L−1, V_h);
     `ids` (V_h,) the target token id of each row, most frequent first."""
 
@@ -92,10 +100,6 @@ class LayerHeads(torch.nn.Module):
             return lm.head(h), None
         k = self.vocab_size if vocab is None else min(len(vocab), self.vocab_size)
         return self.small_logits(layer, h, k), self.ids[:k]
-
-    def logits(self, lm: CausalLM, layer: int, h: torch.Tensor, vocab: torch.Tensor | None = None) -> torch.Tensor:
-        """z^(ℓ): (T, d) -> (T, V) fp32, −inf outside the rows `scores` reads."""
-        return spread(*self.scores(lm, layer, h, vocab), lm.vocab_size)
 
     @property
     def megabytes(self) -> float:

@@ -99,7 +99,8 @@ def test_a_check_over_the_exit_vocabulary_reads_what_the_whole_logits_say():
             z, rows = kind.scores(lm, layer, h, v)
             whole = kind.logits(lm, layer, h, v)
             torch.testing.assert_close(spread(z, rows, lm.vocab_size), whole)
-            small, full = (layer_confidence(z[0], layer, 4, 0.5, ids=rows), layer_confidence(whole[0], layer, 4, 0.5))
+            small = layer_confidence(z[0], layer, 4, 0.5, ids=rows)
+            full = layer_confidence(whole[0], layer, 4, 0.5)
             assert small.top_id == full.top_id
             assert small.annealed == pytest.approx(full.annealed, rel=1e-6)
             assert small.raw == pytest.approx(full.raw, rel=1e-6)
