@@ -1,5 +1,5 @@
-"""Why SpecBound is as fast as it is on a model: what each layer's exit knows, what a check costs, what the
-verification computes again. Measured, on the target's own greedy continuations (what drafting meets).
+"""Why SpecBound is as fast as it is on a model: what each layer's exit knows, what a check costs, what
+the verification computes. Measured, on the target's own greedy continuations (what drafting meets).
 
     python -m cli.exit_probe [--model PATH] [--prompts FILE] [--n 40] [--max-new-tokens 64] [--alpha 0.5]
         [--tau 0.1,0.3,0.5,0.7,0.9] [--heads paper,shared,lens] [--runs paper,fast] [--run-prompts 12]
@@ -8,8 +8,9 @@ verification computes again. Measured, on the target's own greedy continuations 
    (max softmax(z/T_ℓ), T_ℓ = 1 + α(1 − ℓ/L)), and at each τ the share of positions that would exit and how
    many of those agree (its precision). A confidence far below the agreement means exits come too rarely.
 2. Costs on this machine: one decoder layer over one token, one check of each head kind, one AR step.
-3. SpecBound runs (presets or knob settings `preset=fast:alpha=0`): per step the layers drafted, verified and
-   verified again (`layers_redone`), checks made, and where the milliseconds went.
+3. SpecBound runs (presets or knob settings `preset=fast:alpha=0`): per step the layers drafted (of them, the
+   token-layers run for earlier tokens carried along, `layers_joined`), verified, checks made, and where the
+   milliseconds went.
 """
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ def run_rows(lm: CausalLM, settings: list[str], prompts: list[str], max_new: int
         n, sb = len(traces), [t.specbound for t in traces]
         tokens = sum(t.tau for t in traces)
         rows.append(f"| {spec} | {tokens / n:.2f} | {sum(s.layers_draft for s in sb) / n:.2f} | "
-                    f"{sum(s.layers_verify for s in sb) / n:.2f} | {sum(s.layers_redone for s in sb) / n:.2f} | "
+                    f"{sum(s.layers_verify for s in sb) / n:.2f} | {sum(s.layers_joined for s in sb) / n:.2f} | "
                     f"{sum(s.head_evals for s in sb) / n:.2f} | {sum(t.draft_ms for t in traces) / n:.2f} | "
                     f"{sum(t.verify_ms for t in traces) / n:.2f} | {tokens / wall:.1f} |")
     return rows
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = [r for r in args.runs.split(",") if r]
     if runs:
         print(f"## SpecBound per step ({args.run_prompts} prompts, {args.max_new_tokens} new tokens)\n")
-        print("| setting | MAT | layers drafted | layers verified | of them redone | checks | draft ms | verify ms | "
+        print("| setting | MAT | layers drafted | layers verified | token-layers carried along | checks | draft ms | verify ms | "
               "tok/s |\n|---|---|---|---|---|---|---|---|---|")
         print("\n".join(run_rows(lm, runs, prompts[: args.run_prompts], args.max_new_tokens)))
 

@@ -5,7 +5,7 @@ A step, as the paper's algorithm box:
    its annealed confidence max softmax(z^(ℓ)/T_ℓ) reaches τ_exit (ACT, core/act.py); the block ends at a
    token that reaches d_max layers without exiting, after w_max drafted tokens, at EOS, or when the length
    budget is used up (BSCS);
-2. verify: one staggered pass through every layer not computed exactly (core/specbound_block.py), then the
+2. verify: one staggered pass through every layer drafting did not compute (core/specbound_block.py), then the
    chain rule (greedy: the longest agreeing prefix; sampling: the rejection rule with the residual);
 3. commit the accepted tokens and the bonus token;
 4. the trace, built last.
@@ -56,7 +56,6 @@ class SpecBoundMethod:
     w_max: int | None = knobs.W_MAX.default  # None = unbounded
     min_exit_layer: int = knobs.MIN_EXIT.default
     heads: ExitHeads | LayerHeads | None = None  # None: the target's heads of kind `exit_heads`
-    propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
     exit_layers: ExitLayers = knobs.EXIT_LAYERS.default
     record_raw: bool = True  # compute the raw confidence for the trace's raw view (the bench turns it off)
     record_layers: bool = False  # also read the exit heads at layers without a check, for the page only
@@ -83,7 +82,7 @@ class SpecBoundMethod:
         checks = check_layers(self.exit_layers, heads.exit_layers, min(self.min_exit_layer, d_max), d_max)
         w_limit = min(self.w_max or math.inf, s.remaining - 1)
         return DraftPlan(heads, self.alpha, self.tau_exit, d_max, checks, exit_vocab(lm, self.exit_vocab),
-                         w_limit, self.w_max, self.propagate, self.record_raw)
+                         w_limit, self.w_max, self.record_raw)
 
     @torch.inference_mode()
     def step(self, s: Session) -> StepTrace:
@@ -139,10 +138,10 @@ class SpecBoundMethod:
             self.alpha, self.tau_exit, plan.d_max, self.w_max, min(self.min_exit_layer, plan.d_max), plan.heads.kind,
             L, exit_layers=list(plan.checks), layers_draft=block.layers, layers_verify=passed.layers,
             layers_computed=computed, layers_full_equivalent=tau * L, compute_saved=1 - computed / max(1, tau * L),
-            head_evals=block.head_evals, head_cost_layers=h_cost, kv_propagated=block.propagated,
+            head_evals=block.head_evals, head_cost_layers=h_cost, layers_joined=block.joined,
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
-            layers_redone=sum(e - x for e, x in zip(block.depth, block.exact_depth)),
+            exact_depths=block.depth[block.n_pending - 1: block.n_pending - 1 + len(block.exits)],
             head_agreement=list(plan.heads.agreement or []))
 
 

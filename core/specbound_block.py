@@ -1,17 +1,17 @@
 """SpecBound's block: the tokens of one step, how deep each was computed, and the exact verification pass.
 
 Exactness. A token's layer-ℓ output is exact only if its own input to ℓ is exact and every earlier token's
-layer-ℓ K/V are exact. While drafting, a token at layer ℓ sees earlier block tokens that exited below ℓ
-through K/V computed from their exit states (CALM's state propagation: cheap and inexact, for drafting
-only). So token j's first e_j layers are exact only up to x_j = min(e_0, ..., e_j) (a prefix minimum of
-the drafting depths e). Every token keeps its hidden states h^0..h^(e_j).
+layer-ℓ K/V are exact. Drafting keeps both true (core/specbound_draft.py): when a token goes deeper than an
+earlier block token that exited shallower, that token joins the run at its own depth and is computed on with
+it. So each token's depth e_j (layers computed while drafting) is the deepest exit at or after it, e is
+non-increasing along the block, and every state drafting kept is exact. Every token keeps its hidden states
+h^0..h^(e_j).
 
-Verification is one staggered parallel pass: at layer i it runs the suffix of block tokens with x_j ≤ i
-(x is non-increasing, so it is a suffix that grows as i rises), each token joining with its stored exact
-state h^(x_j); tokens with x_j > i keep their exact K/V in the cache. The pass starts at the shallowest
-inexact layer min_j x_j and computes every layer of every token that was not computed exactly, so the
-final logits are the target's own (up to the last-bit noise of a different batch shape, as with any
-verification forward).
+Verification is one staggered parallel pass: at layer i it runs the suffix of block tokens with e_j ≤ i (a
+suffix that grows as i rises), each token joining with its stored state h^(e_j); tokens with e_j > i keep
+their K/V in the cache. It starts at the last token's depth (0 when drafting never fed it) and runs every layer
+of every token that drafting did not, so the final logits are the target's own (up to the last-bit noise of a
+different batch shape, as with any verification forward) and no layer is computed twice.
 """
 from __future__ import annotations
 
@@ -30,8 +30,7 @@ class Block:
     base: int
     tokens: list[int]
     n_pending: int
-    depth: list[int] = field(default_factory=list)  # e_j: layers computed while drafting
-    kv_depth: list[int] = field(default_factory=list)  # layers whose K/V the slot holds (computed or propagated)
+    depth: list[int] = field(default_factory=list)  # e_j: layers computed (exactly) while drafting
     hidden: list[list[torch.Tensor]] = field(default_factory=list)  # hidden[j][ℓ]: (d,) after ℓ layers
     drafted: list[int] = field(default_factory=list)
     q: list[torch.Tensor] = field(default_factory=list)  # (V,) the distribution drafted[i] came from
@@ -39,7 +38,7 @@ class Block:
     stop: str = ""
     layers: int = 0  # layer passes spent drafting
     head_evals: int = 0
-    propagated: int = 0  # (token, layer) K/V pairs propagated from exit states
+    joined: int = 0  # (token, layer) pairs drafting computed for earlier tokens carried along by a deeper one
 
     @classmethod
     def start(cls, base: int, pending: list[int]) -> "Block":
@@ -50,36 +49,7 @@ class Block:
     def add(self, tokens: list[int]) -> None:
         self.tokens += tokens
         self.depth += [0] * len(tokens)
-        self.kv_depth += [0] * len(tokens)
         self.hidden += [[] for _ in tokens]
-
-    @property
-    def exact_depth(self) -> list[int]:
-        """x_j = min(e_0, ..., e_j): how many layers of token j were computed exactly."""
-        return [min(self.depth[: j + 1]) for j in range(len(self.tokens))]
-
-
-def propagate_kv(lm: CausalLM, cache: KVCache, i: int, h: torch.Tensor, slots: torch.Tensor) -> None:
-    """Layer i's K/V for tokens that exited below it, from their exit states h (n, d) (CALM's state
-    propagation): a cheap stand-in so deeper drafts still see them. Slots equal positions here."""
-    cos, sin = lm.rope(slots, h)  # (n, D)
-    k, v = lm.project_kv(i, lm.input_norm(i, h), cos, sin)  # each (H_kv, n, D)
-    cache.k[i, :, slots] = k
-    cache.v[i, :, slots] = v
-
-
-def draft_mask(block: Block, g0: int, g1: int, layer: int, device: torch.device) -> torch.Tensor:
-    """(T_g, base + g1) for running layer `layer` (1-based) on block tokens [g0, g1): the cached prefix,
-    earlier block tokens whose slot holds K/V of this layer, and the group itself causally. Built in place
-    (drafting asks for one per layer run, mostly for one token, where the group's causal part is all True)."""
-    base, n = block.base, g1 - g0
-    mask = torch.ones(n, base + g1, dtype=torch.bool, device=device)  # (T_g, base + g1)
-    short = [j for j in range(g0) if block.kv_depth[j] < layer]
-    if short:
-        mask[:, [base + j for j in short]] = False
-    if n > 1:
-        mask[:, base + g0:] = torch.ones(n, n, dtype=torch.bool, device=device).tril()
-    return mask
 
 
 @dataclass
@@ -101,11 +71,11 @@ def _joiners(lm: CausalLM, block: Block, lo: int, hi: int, i: int) -> torch.Tens
 
 
 def staggered_verify(lm: CausalLM, cache: KVCache, block: Block, keep: bool = False) -> VerifyPass:
-    """Every layer of every block token that was not computed exactly, each token joining the pass at its
-    exact depth x_j; afterwards every block slot holds exact K/V. `keep`: also hand back every layer's states
+    """Every layer of every block token that drafting did not compute, each token joining the pass at its
+    depth e_j; afterwards every block slot holds exact K/V. `keep`: also hand back every layer's states
     (only the page reads them: core/specbound_display.py)."""
     L, n, base = lm.num_layers, len(block.tokens), block.base
-    x = block.exact_depth
+    x = block.depth  # non-increasing (drafting carries shallower tokens along)
     first = x[-1] if n else L
     run: torch.Tensor | None = None
     start = n  # block tokens start.. are in the running pass; earlier ones join when their exact depth is reached

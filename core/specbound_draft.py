@@ -1,8 +1,9 @@
 """SpecBound's drafting (ACT + BSCS), in the paper's steps: draft one token by running its layers to the
 next check until it exits; draft token after token until the block is bounded.
 
-- run to the next check: layers ℓ+1 .. the next checked layer in one call (one layer at a time where an
-  earlier block token's K/V stop short, propagating them from its exit state);
+- run to the next check: layers ℓ+1 .. the next checked layer in one call; an earlier block token that exited
+  shallower joins the run at the depth it stopped (its exact state there) and goes on with it, so every layer
+  drafting computes is exact and verification reuses all of them (LayerSkip's reuse, with ACT's varying exits);
 - a check: the exit head's z^(ℓ), annealed at T_ℓ; the token exits when it reaches τ_exit;
 - a token that reaches d_max layers without exiting ends the block (a check always happens at d_max, so a
   larger d_max always means a later verdict); so does the w_max-th drafted token, EOS or the length budget.
@@ -18,9 +19,9 @@ from core.act import LayerConfidence, exits_at, layer_confidence
 from core.exit_heads import ExitHeads
 from core.kv_cache import KVCache
 from core.layer_heads import spread
-from core.model import CausalLM
+from core.model import CausalLM, causal_mask
 from core.sampling import SamplingConfig, choose, probs
-from core.specbound_block import Block, draft_mask, propagate_kv
+from core.specbound_block import Block
 from core.trace import ExitTrace
 
 
@@ -35,29 +36,32 @@ class DraftPlan:
     vocab: torch.Tensor | None  # (V_exit,) sorted ids the checks score; None: every token
     w_limit: float  # drafted tokens allowed this step (w_max and the length budget)
     w_max: int | None
-    propagate: bool = True  # deeper drafts see shallower-exited tokens through propagated K/V (else masked)
     record_raw: bool = True
 
 
 @dataclass
 class Group:
-    """Block tokens [g0, g1) fed together (the pending tokens, then one drafted token at a time)."""
+    """Block tokens [g0, g1) fed together (the pending tokens, then one drafted token at a time), with RoPE for
+    every block token up to g1: earlier tokens that join the group's run take their rows of it."""
     g0: int
     g1: int
-    positions: torch.Tensor  # (T_g,)
-    rope: tuple[torch.Tensor, torch.Tensor]  # (cos, sin), each (T_g, D): once per group, not once per layer
+    positions: torch.Tensor  # (g1,): block tokens 0..g1−1
+    rope: tuple[torch.Tensor, torch.Tensor]  # (cos, sin), each (g1, D): once per group, not once per layer
 
     @classmethod
     def of(cls, lm: CausalLM, block: Block, g0: int, g1: int, h: torch.Tensor) -> "Group":
         """h: (T_g, d) the group's embeddings (RoPE takes their dtype)."""
-        positions = torch.arange(block.base + g0, block.base + g1, device=lm.device)
+        positions = torch.arange(block.base, block.base + g1, device=lm.device)
         return cls(g0, g1, positions, lm.rope(positions, h))
 
 
 @dataclass
 class LayerRun:
-    h: torch.Tensor  # (T_g, d): the group's states after `layer` layers
+    """The tokens running together: block tokens [start, g1) after `layer` layers (the group, and the earlier
+    tokens that joined it)."""
+    h: torch.Tensor  # (g1 − start, d)
     layer: int
+    start: int
 
 
 @dataclass
@@ -68,28 +72,30 @@ class TokenDraft:
 
 def run_to_next_check(lm: CausalLM, cache: KVCache, plan: DraftPlan, block: Block, g: Group,
                       run: LayerRun) -> LayerRun:
-    """Layers run.layer + 1 .. the next check at once, or only the next layer while an earlier block
-    token's K/V stop short of it (that token's K/V for it are propagated from its exit state first)."""
-    layer = run.layer
+    """Layers run.layer + 1 .. the next check in one call. Earlier block tokens that stopped at run.layer join
+    the run first with their exact state there, so the layer's K/V of every earlier token are computed, not
+    approximated; the call stops early at the depth where the next earlier token waits, to take it in."""
+    layer, start = run.layer, run.start
+    joined = start
+    while joined > 0 and block.depth[joined - 1] == layer:
+        joined -= 1
+    h = run.h
+    if joined < start:  # (start − joined, d) their states after `layer` layers, exact
+        h = torch.cat([torch.stack([block.hidden[j][layer] for j in range(joined, start)]), h])
     upto = next(ell for ell in plan.checks if ell > layer)
-    if any(block.kv_depth[j] < upto for j in range(g.g0)):
-        upto = layer + 1
-    stale = [j for j in range(g.g0) if block.kv_depth[j] <= layer] if plan.propagate else []
-    if stale:
-        states = torch.stack([block.hidden[j][block.depth[j]] for j in stale])  # (n, d)
-        propagate_kv(lm, cache, layer, states, block.base + torch.tensor(stale, device=lm.device))
-        block.propagated += len(stale)
-        for j in stale:
-            block.kv_depth[j] = layer + 1
-    mask = draft_mask(block, g.g0, g.g1, layer + 1, lm.device)
+    if joined:
+        upto = min(upto, block.depth[joined - 1])
+    base, T = block.base, g.g1 - joined
+    cos, sin = g.rope
     outs: list[torch.Tensor] = []
-    h = lm.forward_layers(run.h, g.positions, cache, block.base + g.g0, mask, layer, upto, hidden=outs,
-                          rope=g.rope)  # (T_g, d): layers layer+1..upto (1-based)
+    h = lm.forward_layers(h, g.positions[joined:], cache, base + joined, causal_mask(base + joined, T, lm.device),
+                          layer, upto, hidden=outs, rope=(cos[joined:], sin[joined:]))  # (T, d)
     block.layers += upto - layer
-    for j in range(g.g0, g.g1):
-        block.depth[j] = block.kv_depth[j] = upto
-        block.hidden[j].extend(out[j - g.g0] for out in outs)
-    return LayerRun(h, upto)
+    block.joined += (g.g0 - joined) * (upto - layer)
+    for j in range(joined, g.g1):
+        block.depth[j] = upto
+        block.hidden[j].extend(out[j - joined] for out in outs)
+    return LayerRun(h, upto, joined)
 
 
 def exit_trace(node: int, confs: list[LayerConfidence], text_of: Callable[[int], str],
@@ -109,7 +115,7 @@ def draft_one_token(lm: CausalLM, cache: KVCache, plan: DraftPlan, block: Block,
     g = Group.of(lm, block, g0, g1, h)
     for j in range(g0, g1):
         block.hidden[j].append(h[j - g0])
-    run, confs, L = LayerRun(h, 0), [], lm.num_layers
+    run, confs, L = LayerRun(h, 0, g0), [], lm.num_layers
     while run.layer < plan.d_max:
         run = run_to_next_check(lm, cache, plan, block, g, run)
         if run.layer not in plan.checks:

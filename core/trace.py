@@ -121,7 +121,7 @@ class SpecBoundStep:
     compute_saved: float = 0.0  # 1 − computed / full equivalent
     head_evals: int = 0  # exit-head checks made
     head_cost_layers: float = 0.0  # one check's cost in layer equivalents (measured)
-    kv_propagated: int = 0  # K/V entries filled for skipped layers
+    layers_joined: int = 0  # (token, layer) pairs drafting ran for earlier tokens carried along by a deeper one
     verify_from_layer: int = 0  # verification reused the draft's layers below this one
     residual: bool = False
     exit_vocab: int | None = None  # V_exit the checks scored (their softmax is over these tokens, but for layer
@@ -129,8 +129,8 @@ class SpecBoundStep:
     d_max_asked: int = 0  # the d_max knob as given (d_max above is clamped to L); 0 in older exports
     head_agreement: list[float] = field(default_factory=list)  # held-out top-1 agreement with the last layer of the
     # heads it exits through, per layer ℓ = 1..L−1, from their training record; empty when unknown (the lens)
-    layers_redone: int = 0  # drafted layer passes the verification ran again (a shallower exit before them left
-    # their deeper K/V inexact: Σ_j e_j − x_j); 0 in older exports
+    exact_depths: list[int] = field(default_factory=list)  # per exit record, the layers its token had computed
+    # (exactly) when verification took it over; empty in older exports (their depths were prefix minima)
 
 
 @dataclass

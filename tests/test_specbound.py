@@ -101,7 +101,9 @@ def test_d_max_stops_drafting_at_the_first_token_that_does_not_exit(tiny6):
     assert t.specbound.layers_draft == 2 + 3 + 4
     assert t.specbound.head_evals == 2 + 3 + 4 and t.specbound.head_cost_layers > 0
     assert t.delta == pytest.approx((9 + 9 * t.specbound.head_cost_layers) / 6)  # layers and exit checks
-    assert t.specbound.verify_from_layer == 2  # x = prefix min of the drafting depths (2, 3, 4)
+    assert t.specbound.exact_depths == [4, 4, 4]  # the earlier tokens were carried along to d_max: all exact
+    assert t.specbound.verify_from_layer == 4 and t.specbound.layers_verify == 6 - 4
+    assert t.specbound.layers_joined == 1 + 2  # the first token's layer 3, then both earlier tokens' layer 4
 
 
 def test_w_max_stops_after_exactly_w_max_drafted_tokens(tiny6):
@@ -175,7 +177,7 @@ def test_cache_is_exact_after_mixed_depth_steps(tiny6):
 
 def test_cache_is_exact_when_layers_between_checks_run_in_one_call(tiny6):
     """With checks only at layers 1, 3 and 5, drafting runs layers 2-3 and 4-5 in one call unless an earlier
-    token exited below them (then one layer at a time, propagating); the cache and output stay exact."""
+    token exited below them (then up to its depth, where it joins); the cache and output stay exact."""
     ar = Session(tiny6, ARMethod(), [5, 17, 33, 8], max_new_tokens=24).generate()
     heads = OracleHeads(6, [3, 1, 5, 3, 1, None, 3, 3, 5, 5] * 4, ar.output_ids)
     method = SpecBoundMethod(min_exit_layer=1, d_max=5, w_max=4, alpha=0.0, tau_exit=0.9, heads=heads,
@@ -186,7 +188,7 @@ def test_cache_is_exact_when_layers_between_checks_run_in_one_call(tiny6):
     assert res.output_ids == ar.output_ids
     assert {e.exit_layer for t in res.traces for e in t.exits} >= {1, 3, 5}
     assert all(set(e.layers) <= {1, 3, 5} for t in res.traces for e in t.exits)
-    assert sum(t.specbound.kv_propagated for t in res.traces) > 0  # the one-layer-at-a-time path ran too
+    assert sum(t.specbound.layers_joined for t in res.traces) > 0  # earlier tokens joined deeper runs too
     assert_cache_exact(tiny6, s)
 
 
@@ -214,8 +216,8 @@ def test_layers_run_in_one_call_draft_what_one_call_per_layer_drafts(tiny6):
                             [t for t, ell in zip(e.top_ids, e.layers) if ell in (2, 4)])
                            for t in traces for e in t.exits]
     assert seen(merged) == seen(single)
-    assert {e.exit_layer for t in merged for e in t.exits} >= {2, 4}  # both depths, so K/V were propagated
-    assert sum(t.specbound.kv_propagated for t in merged) > 0
+    assert {e.exit_layer for t in merged for e in t.exits} >= {2, 4}  # both depths, so tokens joined deeper runs
+    assert sum(t.specbound.layers_joined for t in merged) > 0
 
 
 @pytest.mark.parametrize("family", ["qwen3", "mistral"])
@@ -354,22 +356,26 @@ def test_choosing_exit_layers_over_repeated_passes_stores_the_choice_and_its_pas
     assert "2 pass(es)" in capsys.readouterr().out
 
 
-def test_draft_mask_is_the_rule_it_states_entry_by_entry():
-    """Query t (block token g0 + t) may see: every cached slot, an earlier block token j < g0 only when its
-    slot holds K/V of this layer, and the group's tokens up to itself; nothing beyond base + g1."""
-    import random
-    from core.specbound_block import Block, draft_mask
-    r = random.Random(0)
-    for _ in range(300):
-        block = Block(r.randint(0, 9), [], 0)
-        g0 = r.randint(0, 5)
-        g1 = g0 + r.randint(1, 3)
-        block.kv_depth = [r.randint(0, 6) for _ in range(g1)]
-        layer = r.randint(1, 6)
-        mask = draft_mask(block, g0, g1, layer, torch.device("cpu"))
-        assert mask.shape == (g1 - g0, block.base + g1)
-        for t in range(g1 - g0):
-            for s in range(block.base + g1):
-                j = s - block.base
-                want = s < block.base or (j < g0 and block.kv_depth[j] >= layer) or (g0 <= j <= g0 + t)
-                assert bool(mask[t, s]) == want
+def test_every_state_drafting_keeps_is_the_plain_forwards(tiny6):
+    """Tokens exit at different depths, and a deeper one carries the shallower ones before it along: every state
+    drafting kept (what the checks saw, what verification starts from) equals a plain forward's over the same
+    tokens, and the depths are non-increasing along the block."""
+    from core.specbound_block import Block
+    from core.specbound_draft import draft_block
+    heads = ScriptedHeads(6, [None])
+    method = SpecBoundMethod(min_exit_layer=1, d_max=5, w_max=7, alpha=0.0, tau_exit=0.9, heads=heads)
+    s = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=32)
+    s.step()  # prefill, then a step that drafts nothing: the next block starts from a pending token
+    heads.plan, heads.token = [5, 1, 4, 2, 1, 3, 1], -1
+    block = Block.start(s.tcache.length, s.pending(s.tcache))
+    with torch.inference_mode():
+        draft_block(tiny6, s.tcache, method.plan(s), block, s.sampling, s.gen, s.text_of)
+    ids = s.ids[:block.base] + block.tokens
+    full = tiny6.forward(ids, list(range(len(ids))), tiny6.new_cache(64), return_hidden=True).hidden  # L + 1 of (T, d)
+    assert block.depth == sorted(block.depth, reverse=True) and block.joined > 0
+    assert [e.exit_layer for e in block.exits] == [5, 1, 4, 2, 1, 3, 1] and block.stop == "w_max"
+    assert block.depth == [5, 4, 4, 3, 3, 3, 1, 0]  # the deepest exit at or after each token; the last never fed
+    for j, states in enumerate(block.hidden):
+        assert len(states) == (block.depth[j] + 1 if block.depth[j] else 0)
+        for ell, h in enumerate(states):
+            torch.testing.assert_close(h, full[ell][block.base + j], rtol=1e-5, atol=1e-5)

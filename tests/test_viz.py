@@ -164,6 +164,21 @@ def test_exit_bars_and_stop_reason():
     assert confidence_heatmap(None).layout.annotations
 
 
+def test_verification_bars_draw_the_layers_a_token_was_carried_along_then_the_pass():
+    """A step records each token's exact depth: a token that exited at 2 and was carried to d_max = 4 by a
+    later token shows layers 3-4 as carried, then the pass from 4 up; an older export (no depths) keeps the
+    prefix minimum of its drafting depths."""
+    t = specbound_example()
+    t.specbound.exact_depths = [4, 4, 4]
+    fig = exit_bars(t, verify=True)
+    carried = next(tr for tr in fig.data if tr.meta == "carried")
+    assert list(carried.base) == [2, 3] and list(carried.y) == [2, 1]
+    assert list(next(tr for tr in fig.data if tr.meta == "verify").base) == [4, 4, 4]
+    old = exit_bars(specbound_example(), verify=True)
+    assert not any(tr.meta == "carried" for tr in old.data)
+    assert list(next(tr for tr in old.data if tr.meta == "verify").base) == [2, 2, 2]
+
+
 def test_run_heatmap_spans_every_step_and_highlights_the_current_one():
     from viz.run_heatmap import run_heatmap
     steps = [specbound_example(), specbound_example()]

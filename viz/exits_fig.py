@@ -202,8 +202,11 @@ BONUS_COLUMN = "then: bonus"
 
 
 def exact_depths(trace: StepTrace) -> list[int]:
-    """Per exit record, how many of its layers were computed exactly while drafting: the prefix minimum of the
-    drafting depths (a token's layer ℓ is exact only if every earlier token's was: core/specbound_block.py)."""
+    """Per exit record, how many of its layers were computed exactly while drafting: as the step recorded them,
+    or for an older export (whose drafting approximated earlier tokens' K/V) the prefix minimum of its
+    drafting depths."""
+    if trace.specbound is not None and len(trace.specbound.exact_depths) == len(trace.exits):
+        return list(trace.specbound.exact_depths)
     out, low = [], 1 << 30
     for e in trace.exits:
         low = min(low, max(e.layers, default=0))
@@ -211,9 +214,24 @@ def exact_depths(trace: StepTrace) -> list[int]:
     return out
 
 
+def carried_segments(fig: go.Figure, trace: StepTrace, labels: list[str], depths: list[int]) -> None:
+    """Layers drafting computed for a token above its own exit, while a later token that went deeper carried it
+    along (so that token saw exact K/V): drawn between its exit bar and its verification segment."""
+    base = exact_depths(trace)
+    rows = [(x, d, b) for x, d, b in zip(labels, depths, base) if b > d]
+    if not rows:
+        return
+    fig.add_trace(go.Bar(x=[x for x, _, _ in rows], y=[b - d for _, d, b in rows], base=[d for _, d, _ in rows],
+                         name="carried along while a later token drafted deeper",
+                         marker=dict(color="rgba(120,120,120,0.25)", line=dict(color="#777", width=1)),
+                         hovertext=[f"layers {d + 1}–{b}: computed while drafting, with a later token that went "
+                                    f"deeper" for _, d, b in rows], hoverinfo="text", meta="carried",
+                         showlegend=True))
+
+
 def verify_segments(fig: go.Figure, trace: StepTrace, labels: list[str], L: int) -> None:
     """The layers the one verification pass computed for each token: from its exact depth up to L, hatched
-    over its drafting bar (the layers drafted inexactly are computed again)."""
+    above its drafting bar."""
     base = exact_depths(trace)
     hovers = [f"layers {b + 1}–{L}: computed in the verification pass" for b in base]
     x = list(labels)
@@ -282,6 +300,7 @@ def exit_bars(trace: StepTrace | None, height: int = 300, verify: bool = False,
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_yaxes(title="layers run", range=[0, L + 0.5])
     if verify:
+        carried_segments(fig, trace, labels, depths)
         verify_segments(fig, trace, labels, L)
     return fig
 

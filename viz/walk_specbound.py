@@ -113,8 +113,9 @@ def verify_stage(t: StepTrace) -> Stage:
         " layers where plain decoding of its tokens would run τ·L = ", sb(t, "layers_full_equivalent", "d"), " (",
         sb(t, "compute_saved", ".0%"), " saved); δ = ", Quote(t.delta, "delta", ".3g"), " full forwards of "
         "drafting, exit checks included. Every committed token has now been through all L layers: in the "
-        "picture each token's drafting layers, and hatched above them the layers this one pass computed for it "
-        "(it recomputes a token from the shallowest layer an earlier token left inexact)."]
+        "picture each token's drafting layers (grey: layers it was carried along while a later token drafted "
+        "deeper, so that token saw exact keys and values), and hatched above them the layers this one pass "
+        "computed for it: no layer is computed twice."]
     return Stage("Verification", tuple(parts), ExitPicture("verify"),
                  "One pass runs every layer the drafted tokens skipped, so each has been through all L layers.")
 
