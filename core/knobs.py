@@ -122,7 +122,7 @@ ALPHA = Knob("alpha", "α (annealing)", float, 0.5, "ACT: T_ℓ = 1 + α(1 − �
              "gives no value: ours)", 0, None, step=0.05, ui_max=4.0, link="alpha",
              page_help="T_ℓ = 1 + α(1 − ℓ/L): shallow layers' confidences are deflated more; α = 0 turns ACT off. "
              "The paper gives no value: 0.5 is ours.")
-TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.2,
+TAU_EXIT = Knob("tau_exit", "τ_exit (exit threshold)", float, 0.3,
                 "a drafted token exits at the first checked layer whose annealed confidence reaches τ_exit", 0, 1,
                 step=0.01, ui_min=0.05, link="tau")
 D_MAX = Knob("d_max", "d_max (depth bound)", int, 6, "a token that reaches d_max layers without exiting ends the "
