@@ -41,7 +41,7 @@ SWEEPS = {
     "TALON: μ × N": Sweep("talon", "mu", "N", "0.03, 0.1, 0.2", "4, 8, 12, 16, 32, 60",
                           _fixed("talon", "embedded", ("mu", "N"))),
     "TALON: K × N": Sweep("talon", "K", "N", "2, 3, 4, 10", "8, 12, 32, 60", _fixed("talon", "embedded", ("K", "N"))),
-    "SpecBound: α × τ_exit": Sweep("specbound", "alpha", "tau_exit", "0, 0.25, 0.5, 1", "0.05, 0.1, 0.2",
+    "SpecBound: α × τ_exit": Sweep("specbound", "alpha", "tau_exit", "0, 0.25, 0.5, 1", "0.1, 0.2, 0.3, 0.4",
                                    _fixed("specbound", "fast", ("alpha", "tau_exit"))),
     "SpecBound: d_max × w_max": Sweep("specbound", "d_max", "w_max", "2, 4, 6, 8", "2, 4, 8",
                                       _fixed("specbound", "fast", ("d_max", "w_max"))),
