@@ -2,21 +2,23 @@
 returned — the TALON paper's stated future work; ours, not the paper's.
 
 The rule, in one sentence (the walk quotes it): when the accepted path reached the tree's last level the tree
-was too shallow, so μ rises by a factor (a stricter gate grows deeper, narrower trees); when the target stopped
-at a level where the gate had cut candidates, one of them may have been its choice, so μ falls by the same
-factor (a looser gate, wider levels); otherwise μ stays. μ only shapes the tree, so any schedule is lossless.
+was too shallow, so μ rises by a factor (a stricter gate grows deeper, narrower trees); when the token the target
+chose where it stopped was a candidate the gate had cut, a looser gate would have kept it, so μ falls by the same
+factor (wider levels); otherwise μ stays — a cut the target did not want is no evidence against the gate (an
+earlier rule lowered μ on any cut at the stop level, which held μ below what the draft LM's trees want).
+μ only shapes the tree, so any schedule is lossless.
 Its state is the session's own (Session.state), so two visitors never share one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.trace import LevelTrace
+from core.trace import ROOT, LevelTrace, PrunedCandidate
 
 FIXED, ADAPTIVE = "fixed", "adaptive"
 SCHEDULES = (FIXED, ADAPTIVE)
 RULE = ("after each step μ × {factor:g} when the accepted path reached the tree's last level, μ ÷ {factor:g} when "
-        "the target stopped at a level whose gate had cut candidates, else unchanged (within {lo:g}–{hi:g})")
+        "the token the target chose where it stopped was one the gate had cut, else unchanged (within {lo:g}–{hi:g})")
 
 
 @dataclass(frozen=True)
@@ -29,14 +31,17 @@ class AdaptiveMu:
     def rule(self) -> str:
         return RULE.format(factor=self.factor, lo=self.lo, hi=self.hi)
 
-    def next(self, mu: float, accepted: int, levels: list[LevelTrace]) -> float:
-        """μ for the next step, from this one's: `accepted` drafted tokens on the accepted path, `levels` grown."""
+    def next(self, mu: float, path: list[int], levels: list[LevelTrace], pruned: list[PrunedCandidate],
+             choice: int) -> float:
+        """μ for the next step, from this one's: `path` the accepted tree nodes, `levels` grown, `pruned` the
+        candidates cut, `choice` the token the target committed after the path."""
         if not levels:
             return mu
-        if accepted >= len(levels):  # the walk ran off the bottom of the tree: it could have gone deeper
+        if len(path) >= len(levels):  # the walk ran off the bottom of the tree: it could have gone deeper
             return min(self.hi, mu * self.factor)
-        if levels[accepted].cut_by_gate > 0:  # it stopped where the gate had cut: maybe the target's choice
-            return max(self.lo, mu / self.factor)
+        stop = path[-1] if path else ROOT
+        if any(c.reason == "gate" and c.parent == stop and c.token_id == choice for c in pruned):
+            return max(self.lo, mu / self.factor)  # the gate cut the very token the target wanted
         return mu
 
 

@@ -142,7 +142,8 @@ class TreeMethod:
             feats = verified.taps[torch.tensor(list(range(P)) + [P + i for i in path], device=verified.taps.device)]
         s.drafter.accept([drafted.grown.pool_index[i] for i in path], feats)
         if self.mu_schedule == ADAPTIVE:
-            s.state["mu"] = AdaptiveMu().next(policy.mu, len(path), drafted.grown.levels)
+            s.state["mu"] = AdaptiveMu().next(policy.mu, path, drafted.grown.levels, drafted.grown.pruned,
+                                              verified.record.choices[-1].token_id)
         # 4. the trace, finished last
         return s.step_trace(kept, **self.fields(s, drafted, verified, policy, T_shape, auto))
 

@@ -10,7 +10,7 @@ from core.engine import Session
 from core.methods import build_method
 from core.mu_schedule import AdaptiveMu
 from core.sampling import SamplingConfig
-from core.trace import LevelTrace, StepTrace
+from core.trace import ROOT, LevelTrace, PrunedCandidate, StepTrace
 from tests.handler_helpers import step
 from tests.tiny_models import tiny_lm
 from viz.outcome_figs import tau_delta_timeline
@@ -20,14 +20,22 @@ def levels(*cuts: int) -> list[LevelTrace]:
     return [LevelTrace(d, 1, 4, 2, cut_by_gate=c) for d, c in enumerate(cuts)]
 
 
-def test_the_rule_raises_mu_off_the_bottom_lowers_it_where_the_gate_cut_and_stays_in_bounds():
+def cut(token: int, parent: int, depth: int, reason: str = "gate") -> PrunedCandidate:
+    return PrunedCandidate(token, "", parent, depth, 0.1, 0.01, reason)
+
+
+def test_the_rule_raises_mu_off_the_bottom_lowers_it_where_the_gate_cut_the_targets_choice_and_stays_in_bounds():
     rule = AdaptiveMu(factor=2.0, lo=0.01, hi=0.4)
-    assert rule.next(0.1, 3, levels(0, 1, 1)) == 0.2  # the path reached the last level: deeper
-    assert rule.next(0.1, 1, levels(0, 2, 0)) == 0.05  # stopped at a level whose gate cut candidates: wider
-    assert rule.next(0.1, 2, levels(0, 2, 0)) == 0.1  # stopped where nothing was cut: unchanged
-    assert rule.next(0.1, 0, levels(0, 3)) == 0.1  # the root's Top-K is not the gate's doing
-    assert rule.next(0.3, 2, levels(0, 0)) == 0.4 and rule.next(0.015, 1, levels(0, 5)) == 0.01
-    assert rule.next(0.1, 0, []) == 0.1
+    assert rule.next(0.1, [0, 1, 2], levels(0, 1, 1), [], 7) == 0.2  # the path reached the last level: deeper
+    gate_cut_7 = [cut(9, 0, 1), cut(7, 0, 1)]  # depth 1, children of node 0
+    assert rule.next(0.1, [0], levels(0, 2, 0), gate_cut_7, 7) == 0.05  # the gate cut the target's pick: wider
+    assert rule.next(0.1, [0], levels(0, 2, 0), gate_cut_7, 8) == 0.1  # it cut others, not the pick: unchanged
+    assert rule.next(0.1, [1], levels(0, 2, 0), gate_cut_7, 7) == 0.1  # the same token under another parent
+    assert rule.next(0.1, [0], levels(0, 2, 0), [cut(7, 0, 1, "budget")], 7) == 0.1  # the budget's cut, not μ's
+    assert rule.next(0.1, [], levels(0, 3), [cut(7, ROOT, 0, "topk")], 7) == 0.1  # the root's Top-K is not the gate
+    assert rule.next(0.3, [0, 1], levels(0, 0), [], 1) == 0.4
+    assert rule.next(0.015, [0], levels(0, 5), [cut(3, 0, 1)], 3) == 0.01
+    assert rule.next(0.1, [], [], [], 0) == 0.1
 
 
 def test_adaptive_mu_is_lossless_moves_and_is_recorded(target, draft, heldout_prompts, ar_reference):
