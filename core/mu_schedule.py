@@ -4,8 +4,7 @@ returned — the TALON paper's stated future work; ours, not the paper's.
 The rule, in one sentence (the walk quotes it): when the accepted path reached the tree's last level the tree
 was too shallow, so μ rises by a factor (a stricter gate grows deeper, narrower trees); when the token the target
 chose where it stopped was a candidate the gate had cut, a looser gate would have kept it, so μ falls by the same
-factor (wider levels); otherwise μ stays — a cut the target did not want is no evidence against the gate (an
-earlier rule lowered μ on any cut at the stop level, which held μ below what the draft LM's trees want).
+factor (wider levels); otherwise μ stays, since a cut the target did not want is no evidence against the gate.
 μ only shapes the tree, so any schedule is lossless.
 Its state is the session's own (Session.state), so two visitors never share one.
 """
