@@ -30,6 +30,7 @@ from core.compat import PositionTally, drafter_context, readout
 from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
+from core.compiled_layer import compile_layers
 from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.metrics import Totals, speedup
 from core import knobs
@@ -184,6 +185,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=1, help="run every method over the prompts this many times, "
                     "the methods in reverse order on every other repeat (so a drifting machine favours none); "
                     "the table sums the repeats and shows each repeat's tok/s")
+    ap.add_argument("--compile", action="store_true", help="run the target's layers through torch.compile "
+                    "(core/compiled_layer.py), compiled before anything is timed")
     add_common_args(ap)
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -208,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
             build_method(name, **knobs)  # validate every knob before measuring anything
         prompt_texts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
         target = load_model(args.model, args.device)
+        if args.compile:
+            print(f"compiled the target's layers in {compile_layers(target).compile_s:.1f} s", file=sys.stderr)
         chat = resolve_chat(args.chat, target.tokenizer)
         prompts = [prepare_prompt(target.tokenizer, p, args.chat).ids for p in prompt_texts]
         all_specs = specs + sweeps

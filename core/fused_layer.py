@@ -97,11 +97,16 @@ class FusedLayer:
     def attention(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache, start: int,
                   mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
         """Self-attention of the normed x (T, d) as layer i: its K/V go to the cache first -> (T, d)."""
-        T = x.shape[0]
         qk, v = self.heads_of(x, 0)
         qk = qk.transpose(0, 1)  # (H + H_kv, T, D): q and k rotated together
         qk = qk * cos + rotate_half(qk) * sin
-        q, k, v = qk[:self.heads], qk[self.heads:], v.transpose(0, 1)
+        attended = self.attend(i, qk[:self.heads], qk[self.heads:], v.transpose(0, 1), cache, start, mask, slots)
+        return F.linear(attended, self.o_w, self.o_b)
+
+    def attend(self, i: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache, start: int,
+               mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
+        """q (H, T, D) over the cache once k, v (H_kv, T, D) are written to it -> (T, H·D), before o_proj: the
+        part of a layer whose shapes follow the context (core/compiled_layer.py leaves it eager)."""
         if slots is None:
             cache.write(i, start, k, v)
         else:
@@ -111,7 +116,7 @@ class FusedLayer:
             q[None], keys[None], values[None], attn_mask=mask[None, None], scale=self.scaling,
             enable_gqa=self.heads != self.kv_heads,
         )  # (1, H, T, D)
-        return F.linear(out[0].transpose(0, 1).reshape(T, self.n_q), self.o_w, self.o_b)
+        return out[0].transpose(0, 1).reshape(q.shape[1], self.n_q)
 
     def mlp(self, x: torch.Tensor) -> torch.Tensor:
         """down(act(gate(x)) · up(x)) with gate and up as one product: x (T, d) -> (T, d)."""

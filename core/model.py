@@ -9,12 +9,16 @@ and the rotary embedding are the HF modules themselves, so every family detail t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
 from core.fused_layer import FusedLayer, fuse, stale
 from core.kv_cache import KVCache
+
+if TYPE_CHECKING:
+    from core.compiled_layer import CompiledLayers
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 
@@ -54,6 +58,7 @@ class CausalLM:
         self._texts: dict[int, str] = {}  # token id -> its text: traces name every node, so decode each id once
         self.columns = self.device.type == "cpu"  # weights column-major where that was measured faster (a CPU)
         self._fused: list[FusedLayer] = [fuse(layer, self.config, self.columns) for layer in self.layers]
+        self.compiled: CompiledLayers | None = None  # core/compiled_layer.compile_layers turns it on (--compile)
 
     @property
     def num_layers(self) -> int:
@@ -127,8 +132,11 @@ class CausalLM:
         for i in range(first, last):
             f = self.fused(i)
             m = f.windowed(mask, positions, start, key_positions)
-            h = h + f.attention(i, f.norm(f.norm_in, h), cos, sin, cache, start, m, slots)
-            h = h + f.mlp(f.norm(f.norm_post, h))
+            if self.compiled is None:
+                h = h + f.attention(i, f.norm(f.norm_in, h), cos, sin, cache, start, m, slots)
+                h = h + f.mlp(f.norm(f.norm_post, h))
+            else:
+                h = self.compiled.layer(f, i, h, cos, sin, cache, start, m, slots)
             if hidden is not None:
                 hidden.append(h)
         return h

@@ -10,8 +10,8 @@
 #   bash scripts/gpu_bench.sh [--device cuda] [--limit 12] [--real-only | --embedded-only] [--small] [--dry-run]
 #
 # embedded: greedy equality with AR in fp32 and bf16 (chain, static, TALON, SpecBound; exits 1 on a real
-# difference), then every method's tok/s beside AR, TALON vs static vs chain (cli.bench --fail-on-mismatch), then
-# the cost curves. Sized for one call of at most 8 minutes on one GPU; --small shrinks it (2 prompts, 16 tokens,
+# difference), then every method's tok/s beside AR, TALON vs static vs chain (cli.bench --fail-on-mismatch), the
+# same on the compiled layers (--compile), then the cost curves. Sized for one call of at most 8 minutes on one GPU; --small shrinks it (2 prompts, 16 tokens,
 # no curves) so a CPU runs it in a minute or two (tests/test_device_check.py).
 # --dry-run prints every command instead of running it (and whether the pair is cached), so the script can be
 # checked on a CPU machine. The pair: SPECSCOPE_REAL_TARGET / SPECSCOPE_REAL_HEAD (default Qwen/Qwen3-1.7B with
@@ -55,6 +55,8 @@ embedded() {  # 1. lossless in fp32 and bf16; 2. tok/s of every method side by s
   run python -m cli.bench --prompts assets/prompts/heldout.jsonl --max-new-tokens "$tokens" --fail-on-mismatch \
       --methods "$specs" ${extra[@]+"${extra[@]}"}
   [ -n "$SMALL" ] && return 0
+  run python -m cli.bench --prompts assets/prompts/heldout.jsonl --max-new-tokens "$tokens" --fail-on-mismatch --compile \
+      --methods ar,talon@eagle3:preset=embedded,chain@eagle3,specbound:preset=fast ${extra[@]+"${extra[@]}"}
   for d in eagle3 self; do run python -m cli.cost_curve --drafter "$d" --device "$DEVICE"; echo; done
 }
 
