@@ -4,8 +4,9 @@ Why these halves: everything in a layer but the attention over the cache has sha
 compiled body per half serves all L layers and every step (weights are arguments, T is dynamic: a handful of
 graphs, no recompiles as the context grows); the cache write and the masked attention read a cache whose
 length changes every step and stay as they are (FusedLayer.attend). Inductor fuses the norm, RoPE, the
-residuals and SiLU·up around the products: on a GPU that is fewer kernel launches a layer; on a CPU it ran
-about as fast as eager (README, "A step, phase by phase").
+residuals and SiLU·up around the products: on a GPU that should mean fewer kernel launches a layer (not
+measured there); on this project's CPU every method ran ~20% slower (README, "A step, phase by phase"), so it
+is off by default.
 
 Lossless the same way as eager: every method runs the same compiled forward as AR does, so greedy equals AR
 token for token (tests/test_compiled_layer.py); logits differ from eager's in the last bits, like any other
