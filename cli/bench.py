@@ -27,10 +27,10 @@ from cli.common import add_common_args, announce_drafters, fail, method_knobs, r
 from core.auto_budget import AutoMemory
 from core.chat import ChatError, prepare_prompt, resolve_chat
 from core.compat import PositionTally, drafter_context, readout
+from core.compiled_layer import compile_layers
 from core.cost_model import measure as measure_costs
 from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
 from core.engine import Session
-from core.compiled_layer import compile_layers
 from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.metrics import Totals, speedup
 from core import knobs

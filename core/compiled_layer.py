@@ -95,7 +95,3 @@ def compile_layers(lm: CausalLM, warm: bool = True) -> CompiledLayers:
             lm.forward(list(range(1, T + 1)), list(range(T)), lm.new_cache(8))
         lm.compiled.compile_s = time.perf_counter() - t0
     return lm.compiled
-
-
-def uncompile(lm: CausalLM) -> None:
-    lm.compiled = None

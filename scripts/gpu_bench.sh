@@ -11,8 +11,9 @@
 #
 # embedded: greedy equality with AR in fp32 and bf16 (chain, static, TALON, SpecBound; exits 1 on a real
 # difference), then every method's tok/s beside AR, TALON vs static vs chain (cli.bench --fail-on-mismatch), the
-# same on the compiled layers (--compile), then the cost curves. Sized for one call of at most 8 minutes on one GPU; --small shrinks it (2 prompts, 16 tokens,
-# no curves) so a CPU runs it in a minute or two (tests/test_device_check.py).
+# same on the compiled layers (--compile), then the cost curves. Sized for one call of at most 8 minutes on one
+# GPU; --small shrinks it (2 prompts, 16 tokens, no compiled run, no curves) so a CPU runs it in a minute or two
+# (tests/test_device_check.py).
 # --dry-run prints every command instead of running it (and whether the pair is cached), so the script can be
 # checked on a CPU machine. The pair: SPECSCOPE_REAL_TARGET / SPECSCOPE_REAL_HEAD (default Qwen/Qwen3-1.7B with
 # AngelSlim/Qwen3-1.7B_eagle3, listed for that target in AngelSlim's and SafeAILab/EAGLE's READMEs; another:

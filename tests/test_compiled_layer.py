@@ -61,4 +61,3 @@ def test_a_model_without_silu_is_refused_in_one_line():
     with pytest.raises(ValueError, match="SiLU MLPs only"):
         compile_layers(lm)
     assert lm.compiled is None
-
