@@ -158,6 +158,15 @@ def start_compare(page, max_new_tokens: int) -> None:
     page.click("#compare-run")
 
 
+def wait_status(page, box: str, pattern: str, timeout_ms: int) -> None:
+    """Wait for `pattern` (a JS regex) in the status line `box`; on a timeout, fail with what the line said."""
+    try:
+        page.wait_for_function(f"/{pattern}/.test(document.querySelector('{box}').textContent)", timeout=timeout_ms)
+    except sync_api.TimeoutError:
+        said = page.evaluate(f"document.querySelector('{box}')?.textContent")
+        pytest.fail(f"{box} did not reach /{pattern}/ in {timeout_ms / 1000:.0f} s; it says: {said!r}")
+
+
 def test_compare_ar_over_itself_is_one(page):
     start_compare(page, 16)  # enough tokens for a chain to take the 3 steps a range needs
     cells = ("document.querySelector('#compare-table').innerText.split(/[\\n\\t]/)"
@@ -167,7 +176,7 @@ def test_compare_ar_over_itself_is_one(page):
                            f"return i >= 0 && c.includes('specbound') && c[i + 5] === 'reference'; }})()",
                            timeout=300_000)
     # the ranges come with the last table, after the AR pass that follows the methods
-    page.wait_for_function("/done in/.test(document.querySelector('#compare-status').textContent)", timeout=60_000)
+    wait_status(page, "#compare-status", "done in", 60_000)
     c = page.evaluate(cells)
     i = c.index("ar")
     assert c[i + 4] == "1.00×", c[i:i + 7]
@@ -192,7 +201,7 @@ def test_tune_shows_each_cells_range_and_warns_of_too_few_tokens(page):
         field.fill(str(value))
         field.press("Enter")
     page.click("#tune-run")
-    page.wait_for_function("/done in/.test(document.querySelector('#tune-status').textContent)", timeout=300_000)
+    wait_status(page, "#tune-status", "done in", 300_000)
     summary = page.locator("#tune-summary").inner_text()
     assert "too few tokens to rank" in summary and "Held fixed: K = 2, k = 1, T_shape = 0.5" in summary
     assert page.locator("#tune-summary [role=alert]").is_visible()
@@ -309,12 +318,10 @@ def test_an_imported_trace_with_markup_runs_no_script(app, tmp_path):
 def test_cancel_a_compare_run_keeps_the_page_usable(page):
     start_compare(page, 64)
     page.get_by_text("estimated").first.wait_for(timeout=60_000)  # the estimate comes first
-    page.wait_for_function("/1 of 7 done/.test(document.querySelector('#compare-status').textContent)",
-                           timeout=120_000)
+    wait_status(page, "#compare-status", "1 of 7 done", 180_000)
     page.click("#compare-cancel")
-    page.wait_for_function("/Cancelled after/.test(document.querySelector('#compare-status').textContent)",
-                           timeout=30_000)
+    wait_status(page, "#compare-status", "Cancelled after", 30_000)
     assert "ar" in page.locator("#compare-table").inner_text().split()  # what finished stays
     page.screenshot(path=str(page.shots / "compare_cancelled.png"), full_page=True)
     start_compare(page, 8)  # the page is still usable: a new run goes to the end
-    page.wait_for_function("/done in/.test(document.querySelector('#compare-status').textContent)", timeout=300_000)
+    wait_status(page, "#compare-status", "done in", 300_000)

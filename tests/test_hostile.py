@@ -181,6 +181,33 @@ def test_a_long_job_waits_while_a_step_runs():
     assert EngineGate(max_wait_s=0.01).wait_turn() is True  # nobody stepping: no wait at all
 
 
+def test_a_long_interactive_call_holds_a_long_job_back_once_not_at_every_step():
+    from ui.priority import EngineGate
+    gate, waited = EngineGate(max_wait_s=0.2), set()
+    inside, leave = threading.Event(), threading.Event()
+
+    def interactive():
+        with gate.interactive():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=interactive)
+    t.start()
+    inside.wait(5)
+    t0 = time.perf_counter()
+    assert gate.wait_turn(waited) is False  # the first step waits its most for the running call
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    assert all(gate.wait_turn(waited) for _ in range(20))  # then the job steps beside it
+    rest = time.perf_counter() - t0
+    with gate.interactive():  # a new call (a visitor's Step) is waited for again
+        assert gate.wait_turn(waited) is False
+    leave.set()
+    t.join(5)
+    assert first >= 0.2 and rest < 0.2 and gate.busy == 0
+    assert gate.wait_turn(waited) is True and waited == set()  # the record forgets the calls that ended
+
+
 def test_one_long_job_per_visitor():
     from ui.jobs import Job, Jobs
     jobs = Jobs()

@@ -32,6 +32,7 @@ class Job:
     done: int = 0
     started: float = field(default_factory=time.perf_counter)
     flag: threading.Event = field(default_factory=threading.Event)
+    waited: set[int] = field(default_factory=set)  # the interactive calls it waited its most for (ui/priority.py)
 
     @property
     def total(self) -> int:
@@ -39,7 +40,7 @@ class Job:
 
     def check(self) -> None:
         """Between two engine steps: let any visitor's Step go first, then stop here if cancelled."""
-        GATE.wait_turn()
+        GATE.wait_turn(self.waited)
         if self.flag.is_set():
             raise Cancelled()
 
