@@ -224,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     announce_drafters(factories)
+    if target.device.type == "cpu":
+        print(f"products on this CPU: {target.plan.describe()} (core/linear_kernels.py; SPECSCOPE_LINEAR)", file=sys.stderr)
     rows = {label: Row(label=label) for label, _, _, _ in all_specs}
     costs = {}
     for d, make in factories.items():  # first-call allocations and the cost curves (c, `auto`) out of the way

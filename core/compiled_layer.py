@@ -69,12 +69,12 @@ class CompiledLayers:
               start: int, mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
         """Layer i on h (T, d), as FusedLayer's attention + mlp compute it."""
         qn, kn = f.q_norm, f.k_norm
-        q, k, v = self.inputs(h, f.norm_in.weight, f.eps, f.qkv_w, f.qkv_b, cos, sin, f.heads, f.kv_heads,
+        q, k, v = self.inputs(h, f.norm_in.weight, f.eps, f.qkv.w, f.qkv.b, cos, sin, f.heads, f.kv_heads,
                               f.head_dim, None if qn is None else qn.weight, None if kn is None else kn.weight,
                               float(getattr(qn, "variance_epsilon", f.eps)))
         attended = f.attend(i, q, k, v, cache, start, mask, slots)  # (T, H·D)
-        return self.rest(h, attended, f.o_w, f.o_b, f.norm_post.weight, f.eps, f.gate_up_w, f.gate_up_b,
-                         f.down_w, f.down_b, f.inner)
+        return self.rest(h, attended, f.o.w, f.o.b, f.norm_post.weight, f.eps, f.gate_up.w, f.gate_up.b,
+                         f.down.w, f.down.b, f.inner)
 
 
 def check_compilable(lm: CausalLM) -> None:

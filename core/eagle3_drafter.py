@@ -18,6 +18,7 @@ import torch
 
 from core.drafters import node_mask
 from core.eagle3 import EagleHead, feature_layers
+from core.linear_kernels import install
 from core.head_info import HeadInfo
 from core.kv_cache import KVCache
 from core.model import CausalLM, causal_mask
@@ -31,6 +32,7 @@ class EagleDrafter:
 
     def __init__(self, head: EagleHead, target: CausalLM) -> None:
         self.head, self.target = head, target
+        install(head, target.plan)  # its products through the target's CPU kernels (core/linear_kernels.py)
         self.taps = feature_layers(target.num_layers, head.config.eagle_aux_hidden_state_layer_ids)
         self.draft_ids = head.draft_ids()  # (Vd,) target id of each draft id
         self.cache: KVCache | None = None

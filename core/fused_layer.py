@@ -3,9 +3,10 @@
 Why: at batch size 1 a small model's forward is half products and half per-op cost (dispatch, module
 attribute lookups, small elementwise ops). q/k/v read the same normed input and so do gate/up, so each group
 is one product over stacked rows; each output row is the same dot product as before, so the logits are
-bit-identical to the separate products over the same storage (`tests/test_fused_layer.py`, every supported
-family). The HF modules' weights become views into the stacked tensors: no second copy, and a module still
-runs as it did. Everything a forward reads (norm weights, eps, scaling, window) is read here once.
+bit-identical to the separate products over the same storage and kernel (`tests/test_fused_layer.py`, every
+supported family). The HF modules' weights become views into the stacked tensors: no second copy, and a module
+still runs as it did. Everything a forward reads (norm weights, eps, scaling, window) is read here once. Each
+product computes through the model's plan of CPU kernels (core/linear_kernels.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from core.kv_cache import KVCache
+from core.linear_kernels import PLAIN, LinearPlan, Product
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -27,14 +29,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 @dataclass
 class FusedLayer:
     """One decoder layer as the forward runs it."""
-    qkv_w: torch.Tensor  # (n_q + 2·n_kv, d): q_proj, k_proj, v_proj rows
-    qkv_b: torch.Tensor | None  # (n_q + 2·n_kv,) where the family has q/k/v biases (Qwen2)
-    o_w: torch.Tensor  # (d, n_q)
-    o_b: torch.Tensor | None
-    gate_up_w: torch.Tensor  # (2·I, d): gate_proj, up_proj rows
-    gate_up_b: torch.Tensor | None
-    down_w: torch.Tensor  # (d, I)
-    down_b: torch.Tensor | None
+    qkv: Product  # W (n_q + 2·n_kv, d): q_proj, k_proj, v_proj rows; b where the family has q/k/v biases (Qwen2)
+    o: Product  # W (d, n_q)
+    gate_up: Product  # W (2·I, d): gate_proj, up_proj rows
+    down: Product  # W (d, I)
     norm_in: nn.Module  # the family's RMSNorm modules, for half precision (they cast between steps)
     norm_post: nn.Module
     eps: float
@@ -57,7 +55,7 @@ class FusedLayer:
 
     @property
     def inner(self) -> int:  # I
-        return self.gate_up_w.shape[0] // 2
+        return self.gate_up.w.shape[0] // 2
 
     def norm(self, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
         """RMSNorm as one op in fp32 (the same values as the module's five there); the module otherwise."""
@@ -65,24 +63,17 @@ class FusedLayer:
             return F.rms_norm(h, module.weight.shape, module.weight, self.eps)
         return module(h)
 
-    def heads_of(self, x: torch.Tensor, first: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows [first, n_q + 2·n_kv) of the stacked q/k/v product over x (T, d), split per head: the q·k part
-        (T, [H +] H_kv, D) with Qwen3's per-head norms applied, and v (T, H_kv, D)."""
+    def heads_of(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stacked q/k/v product over x (T, d), split per head: q and k (T, H + H_kv, D) with Qwen3's
+        per-head norms applied, and v (T, H_kv, D)."""
         T = x.shape[0]
-        out = F.linear(x, self.qkv_w[first:], None if self.qkv_b is None else self.qkv_b[first:])  # (T, rows)
-        n_qk = self.n_q + self.n_kv - first
+        out = self.qkv(x)  # (T, n_q + 2·n_kv)
+        n_qk = self.n_q + self.n_kv
         qk = out[:, :n_qk].view(T, -1, self.head_dim)
         v = out[:, n_qk:].view(T, self.kv_heads, self.head_dim)
         if self.k_norm is not None:  # Qwen3 normalises q and k per head before RoPE
-            k = self.k_norm(qk[:, -self.kv_heads:])
-            qk = torch.cat([self.q_norm(qk[:, :self.heads]), k], 1) if first == 0 else k
+            qk = torch.cat([self.q_norm(qk[:, :self.heads]), self.k_norm(qk[:, self.heads:])], 1)
         return qk, v
-
-    def project_kv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys (rotated) and values for the normed input x (T, d): each (H_kv, T, D)."""
-        k, v = self.heads_of(x, self.n_q)
-        k = k.transpose(0, 1)  # (H_kv, T, D)
-        return k * cos + rotate_half(k) * sin, v.transpose(0, 1)
 
     def windowed(self, mask: torch.Tensor, positions: torch.Tensor, start: int,
                  key_positions: torch.Tensor | None = None) -> torch.Tensor:
@@ -97,11 +88,11 @@ class FusedLayer:
     def attention(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache, start: int,
                   mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
         """Self-attention of the normed x (T, d) as layer i: its K/V go to the cache first -> (T, d)."""
-        qk, v = self.heads_of(x, 0)
+        qk, v = self.heads_of(x)
         qk = qk.transpose(0, 1)  # (H + H_kv, T, D): q and k rotated together
         qk = qk * cos + rotate_half(qk) * sin
         attended = self.attend(i, qk[:self.heads], qk[self.heads:], v.transpose(0, 1), cache, start, mask, slots)
-        return F.linear(attended, self.o_w, self.o_b)
+        return self.o(attended)
 
     def attend(self, i: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache, start: int,
                mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
@@ -120,17 +111,14 @@ class FusedLayer:
 
     def mlp(self, x: torch.Tensor) -> torch.Tensor:
         """down(act(gate(x)) · up(x)) with gate and up as one product: x (T, d) -> (T, d)."""
-        gate, up = F.linear(x, self.gate_up_w, self.gate_up_b).split(self.inner, -1)  # each (T, I)
-        return F.linear(self.act(gate) * up, self.down_w, self.down_b)
+        gate, up = self.gate_up(x).split(self.inner, -1)  # each (T, I)
+        return self.down(self.act(gate) * up)
 
 
-def stack_rows(mods: list[nn.Linear], columns: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Concatenate the modules' weights (and biases) and point each module at its rows of the result.
-    `columns`: store the result column by column (a (Σ out, in) view of an (in, Σ out) tensor; see fuse)."""
+def stack_rows(mods: list[nn.Linear]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Concatenate the modules' weights (and biases) and point each module at its rows of the result."""
     with torch.no_grad():
         w = torch.cat([m.weight for m in mods])  # (Σ out, in)
-        if columns:
-            w = w.t().contiguous().t()
         biased = [m.bias is not None for m in mods]
         b = torch.cat([m.bias for m in mods]) if all(biased) else None
         row = 0
@@ -153,20 +141,16 @@ def _window(attn: nn.Module, config) -> int | None:
     return None
 
 
-def fuse(layer: nn.Module, config, columns: bool = False) -> FusedLayer:
-    """`columns`: store every product's weight column-major, so F.linear runs x·Wᵀ as a plain (T, in)·(in, out)
-    product: on this project's CPU, with the stacked shapes, AR ran 6% faster and the tree methods 2–3% (README,
-    "A leaner forward"); the values differ from row-major's in the last bits."""
+def fuse(layer: nn.Module, config, plan: LinearPlan = PLAIN) -> FusedLayer:
+    """The layer's four products (weights row-major, as loaded; each through `plan`'s kernels)."""
     attn, mlp = layer.self_attn, layer.mlp
-    qkv_w, qkv_b = stack_rows([attn.q_proj, attn.k_proj, attn.v_proj], columns)
-    gate_up_w, gate_up_b = stack_rows([mlp.gate_proj, mlp.up_proj], columns)
-    if columns:
-        stack_rows([attn.o_proj], columns)
-        stack_rows([mlp.down_proj], columns)
+    qkv = Product(*stack_rows([attn.q_proj, attn.k_proj, attn.v_proj]), plan)
+    gate_up = Product(*stack_rows([mlp.gate_proj, mlp.up_proj]), plan)
+    o = Product(attn.o_proj.weight, attn.o_proj.bias, plan)
+    down = Product(mlp.down_proj.weight, mlp.down_proj.bias, plan)
     act = F.silu if getattr(config, "hidden_act", None) == "silu" else mlp.act_fn
     return FusedLayer(
-        qkv_w, qkv_b, attn.o_proj.weight, attn.o_proj.bias, gate_up_w, gate_up_b, mlp.down_proj.weight,
-        mlp.down_proj.bias, layer.input_layernorm, layer.post_attention_layernorm,
+        qkv, o, gate_up, down, layer.input_layernorm, layer.post_attention_layernorm,
         layer.input_layernorm.variance_epsilon, act, getattr(attn, "q_norm", None), getattr(attn, "k_norm", None),
         attn.scaling, _window(attn, config), config.num_attention_heads, config.num_key_value_heads, attn.head_dim)
 
@@ -174,5 +158,10 @@ def fuse(layer: nn.Module, config, columns: bool = False) -> FusedLayer:
 def stale(layer: nn.Module, fused: FusedLayer) -> bool:
     """Whether the layer's weights moved to other storage (replaced, or .to() another device or dtype) since it
     was read, not edited in place: then it is read again."""
-    return (layer.self_attn.q_proj.weight.data_ptr() != fused.qkv_w.data_ptr()
-            or layer.mlp.down_proj.weight.data_ptr() != fused.down_w.data_ptr())
+    return (layer.self_attn.q_proj.weight.data_ptr() != fused.qkv.w.data_ptr()
+            or layer.mlp.down_proj.weight.data_ptr() != fused.down.w.data_ptr())
+
+
+def products(layers: list[FusedLayer]) -> list[Product]:
+    """Every product of the layers in the order a forward runs them."""
+    return [p for f in layers for p in (f.qkv, f.o, f.gate_up, f.down)]

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from core.linear_kernels import PLAIN, LinearPlan, planned
 from core.model import CausalLM
 
 WEIGHTS = "layer_heads.safetensors"
@@ -83,12 +84,14 @@ class LayerHeads(WholeLogits, torch.nn.Module):
     def vocab_size(self) -> int:
         return len(self.ids)
 
-    def small_logits(self, layer: int, h: torch.Tensor, rows: int | None = None) -> torch.Tensor:
-        """(T, d) after layer ℓ -> (T, rows) fp32 logits over the `rows` most frequent tokens (None: all V_h)."""
+    def small_logits(self, layer: int, h: torch.Tensor, rows: int | None = None,
+                     plan: LinearPlan = PLAIN) -> torch.Tensor:
+        """(T, d) after layer ℓ -> (T, rows) fp32 logits over the `rows` most frequent tokens (None: all V_h),
+        the product through `plan`'s kernel where it needs no copy of the rows (a check's one row: narrow)."""
         i, k = layer - 1, rows or self.vocab_size
         x = h.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm[i]  # (T, d)
-        return torch.addmm(self.bias[i, :k], x, self.weight[i, :k].T)  # (T, k)
+        return planned(x, self.weight[i, :k], self.bias[i, :k], plan)  # (T, k)
 
     def scores(self, lm: CausalLM, layer: int, h: torch.Tensor,
                vocab: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -99,7 +102,7 @@ class LayerHeads(WholeLogits, torch.nn.Module):
         if layer >= self.num_layers:
             return lm.head(h), None
         k = self.vocab_size if vocab is None else min(len(vocab), self.vocab_size)
-        return self.small_logits(layer, h, k), self.ids[:k]
+        return self.small_logits(layer, h, k, lm.plan), self.ids[:k]
 
     @property
     def megabytes(self) -> float:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from core.fused_layer import FusedLayer, fuse, stale
+from core.fused_layer import FusedLayer, fuse, products, stale
 from core.kv_cache import KVCache
+from core.linear_kernels import PLAIN, Product, plan_for
 
 if TYPE_CHECKING:
     from core.compiled_layer import CompiledLayers
@@ -56,9 +57,24 @@ class CausalLM:
         self.device = next(hf_model.parameters()).device
         self.dtype = next(hf_model.parameters()).dtype
         self._texts: dict[int, str] = {}  # token id -> its text: traces name every node, so decode each id once
-        self.columns = self.device.type == "cpu"  # weights column-major where that was measured faster (a CPU)
-        self._fused: list[FusedLayer] = [fuse(layer, self.config, self.columns) for layer in self.layers]
+        self._fused: list[FusedLayer] = [fuse(layer, self.config) for layer in self.layers]
+        self._lm_head = Product(hf_model.lm_head.weight, hf_model.lm_head.bias)
+        self.plan = PLAIN  # which CPU kernel runs each product, by row count (core/linear_kernels.py)
+        self.use_plan(plan_for(products(self._fused) + [self._lm_head], self.device, self.signature))
         self.compiled: CompiledLayers | None = None  # core/compiled_layer.compile_layers turns it on (--compile)
+
+    @property
+    def signature(self) -> str:
+        """The shapes a plan of kernels depends on."""
+        c = self.config
+        return (f"{c.model_type} L{self.num_layers} d{c.hidden_size} I{c.intermediate_size} "
+                f"H{self.n_heads}/{self.n_kv_heads}x{self.head_dim} V{self.vocab_size} {self.dtype}")
+
+    def use_plan(self, plan) -> None:
+        """Every product of the forward, the LM head included, computes through `plan` from now on."""
+        self.plan = plan
+        for p in products(self._fused) + [self._lm_head]:
+            p.plan = plan
 
     @property
     def num_layers(self) -> int:
@@ -96,7 +112,10 @@ class CausalLM:
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """Final norm + LM head: (T, d) -> (T, V) fp32 logits."""
-        return self.hf.lm_head(self.body.norm(h)).float()
+        head = self._lm_head
+        if head.w is not self.hf.lm_head.weight:  # replaced since load (tests swap heads)
+            head = self._lm_head = Product(self.hf.lm_head.weight, self.hf.lm_head.bias, self.plan)
+        return head(self.body.norm(h)).float()
 
     def rope(self, positions: torch.Tensor, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cos, sin = self.body.rotary_emb(like[None], positions[None])  # each (1, T, D)
@@ -106,19 +125,13 @@ class CausalLM:
         """Layer i as the forward runs it (read again if someone replaced its weights since)."""
         f = self._fused[i]
         if stale(self.layers[i], f):
-            f = self._fused[i] = fuse(self.layers[i], self.config, self.columns)
+            f = self._fused[i] = fuse(self.layers[i], self.config, self.plan)
         return f
 
     def input_norm(self, i: int, h: torch.Tensor) -> torch.Tensor:
         """Layer i's input RMSNorm (T, d) -> (T, d): the one every path through layer i uses."""
         f = self.fused(i)
         return f.norm(f.norm_in, h)
-
-    def project_kv(self, i: int, x: torch.Tensor, cos: torch.Tensor,
-                   sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Layer i's keys (rotated) and values for its normed input x (T, d): each (H_kv, T, D).
-        Public because SpecBound also writes K/V for tokens that exited below layer i."""
-        return self.fused(i).project_kv(x, cos, sin)
 
     def forward_layers(self, h: torch.Tensor, positions: torch.Tensor, cache: KVCache, start: int,
                        mask: torch.Tensor, first: int, last: int, hidden: list | None = None,

@@ -9,8 +9,9 @@ tokens is free here. Each cell is the median of 7 timings of 400 calls, all shap
 
 The second table times what a forward does instead: every layer's products in turn, so the weights stream from
 memory rather than sit in cache, through F.linear on the weight as loaded ((out, in) row-major), through
-F.linear on the same weight stored column by column (only the strides differ: what core/fused_layer.py stores
-on a CPU), and through a copy stored as (in, out) (`x @ Wt`), in ms for all of them together.
+F.linear on the same weight stored column by column (only the strides differ: the engine's CPU layout until
+2026-12-05), through a copy stored as (in, out) (`x @ Wt`), and through the two kernels core/linear_kernels.py
+may choose instead of F.linear (W·xᵀ; oneDNN over a prepacked copy), in ms for all of them together.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from core.linear_kernels import NARROW, PACKED, Product, packed_available  # noqa: E402
 from core.loading import DEFAULT_TARGET, load_model  # noqa: E402
 
 
@@ -32,7 +34,7 @@ def shapes(lm) -> list[tuple[str, torch.Tensor]]:
     """(what, weight (out, in)) for every distinct product of one decoder layer, then the LM head."""
     layer = lm.layers[0]
     attn, mlp = layer.self_attn, layer.mlp
-    return [(what, w.contiguous()) for what, w in  # row-major, as loaded (a CPU's CausalLM stores them by column)
+    return [(what, w.contiguous()) for what, w in  # row-major, as loaded
             (("q/k/v/o projection", attn.q_proj.weight), ("MLP gate/up", mlp.gate_proj.weight),
              ("MLP down", mlp.down_proj.weight), ("LM head (whole vocabulary)", lm.hf.lm_head.weight))]
 
@@ -52,8 +54,11 @@ def cost_us(w: torch.Tensor, rows: int, calls: int = 400, repeats: int = 7) -> f
 
 
 LAYOUTS = {"F.linear, W (out, in) row-major, as loaded": "rows",
-           "F.linear, the same W stored column-major (`W.t().contiguous().t()`): what the engine runs on a CPU": "columns",
-           "x @ Wt, a copy stored (in, out)": "transposed"}
+           "F.linear, the same W stored column-major (`W.t().contiguous().t()`)": "columns",
+           "x @ Wt, a copy stored (in, out)": "transposed",
+           "narrow: W·xᵀ, W row-major (one row doubled)": NARROW}
+if packed_available():
+    LAYOUTS["packed: oneDNN over a copy of W reordered once"] = PACKED
 
 
 def streamed_ms(lm, rows: int, layout: str, repeats: int = 15) -> float:
@@ -68,6 +73,14 @@ def streamed_ms(lm, rows: int, layout: str, repeats: int = 15) -> float:
         def run():
             for x, wt in zip(xs, wts):
                 x @ wt
+    elif layout in (NARROW, PACKED):
+        products = [Product(w, None) for w in ws]
+        for p in products if layout == PACKED else ():
+            p.packed()
+
+        def run():
+            for x, p in zip(xs, products):
+                p.run(layout, x)
     else:
         def run():
             for x, w in zip(xs, ws):

@@ -53,28 +53,16 @@ def test_stacked_products_are_bit_identical_to_separate_ones(family):
             assert torch.equal(ours.v[:, :, :12 + n], ref.v[:, :, :12 + n])
 
 
-def test_project_kv_is_the_stacked_products_key_and_value_rows():
-    lm = tiny_lm("qwen3")  # per-head k norm before RoPE
-    x = torch.randn(5, lm.config.hidden_size)
-    cos, sin = lm.rope(torch.arange(5), x)
-    with torch.inference_mode():
-        k, v = lm.project_kv(1, x, cos, sin)
-        attn = lm.layers[1].self_attn
-        k_ref = attn.k_norm(attn.k_proj(x).view(5, lm.n_kv_heads, lm.head_dim)).transpose(0, 1)
-        assert torch.equal(k, k_ref * cos + rotate_half(k_ref) * sin)
-        assert torch.equal(v, attn.v_proj(x).view(5, lm.n_kv_heads, lm.head_dim).transpose(0, 1))
-
-
 def test_modules_share_the_stacked_storage():
     lm = tiny_lm("qwen2")  # q/k/v biases
     f, attn = lm.fused(0), lm.layers[0].self_attn
-    assert attn.q_proj.weight.data_ptr() == f.qkv_w.data_ptr()
-    assert attn.v_proj.weight.data_ptr() == f.qkv_w[f.n_q + f.n_kv:].data_ptr()
-    assert attn.k_proj.bias.data_ptr() == f.qkv_b[f.n_q:].data_ptr()
-    assert lm.layers[0].mlp.up_proj.weight.data_ptr() == f.gate_up_w[f.inner:].data_ptr()
+    assert attn.q_proj.weight.data_ptr() == f.qkv.w.data_ptr()
+    assert attn.v_proj.weight.data_ptr() == f.qkv.w[f.n_q + f.n_kv:].data_ptr()
+    assert attn.k_proj.bias.data_ptr() == f.qkv.b[f.n_q:].data_ptr()
+    assert lm.layers[0].mlp.up_proj.weight.data_ptr() == f.gate_up.w[f.inner:].data_ptr()
     with torch.no_grad():  # an in-place edit of a module's weight is the stacked tensor's
         attn.q_proj.weight.mul_(2.0)
-    assert torch.equal(f.qkv_w[: f.n_q], attn.q_proj.weight)
+    assert torch.equal(f.qkv.w[: f.n_q], attn.q_proj.weight)
 
 
 def test_a_replaced_weight_is_read_again():
