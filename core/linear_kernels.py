@@ -152,8 +152,11 @@ def install(module: torch.nn.Module, plan: LinearPlan) -> None:
     weight and bias); with PLAIN, torch's own forward again."""
     for lin in module.modules():
         if isinstance(lin, torch.nn.Linear):
+            current = lin.__dict__.get("forward")
             if plan is PLAIN:
                 lin.__dict__.pop("forward", None)
+            elif isinstance(current, _LinearForward):  # a head shared by many drafters keeps its packed copies
+                current.product.plan = plan
             else:
                 lin.forward = _LinearForward(lin, plan)
 

@@ -92,6 +92,9 @@ def test_autograd_takes_f_linear_so_training_still_works():
     assert x.grad is not None and lin.weight.grad is not None
     with torch.inference_mode():
         torch.testing.assert_close(lin(x.detach()), F.linear(x.detach(), lin.weight, lin.bias))
+    first = lin.forward
+    lk.install(lin, LinearPlan((1,), (NARROW,)))  # installed again (a second drafter on the same head): kept
+    assert lin.forward is first
     lk.install(lin, PLAIN)
     assert "forward" not in lin.__dict__
 
