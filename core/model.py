@@ -60,7 +60,7 @@ class CausalLM:
         self._fused: list[FusedLayer] = [fuse(layer, self.config) for layer in self.layers]
         self._lm_head = Product(hf_model.lm_head.weight, hf_model.lm_head.bias)
         self.plan = PLAIN  # which CPU kernel runs each product, by row count (core/linear_kernels.py)
-        self.use_plan(plan_for(products(self._fused) + [self._lm_head], self.device, self.signature))
+        self.use_plan(plan_for(self.products(), self.device, self.signature))
         self.compiled: CompiledLayers | None = None  # core/compiled_layer.compile_layers turns it on (--compile)
 
     @property
@@ -73,8 +73,12 @@ class CausalLM:
     def use_plan(self, plan) -> None:
         """Every product of the forward, the LM head included, computes through `plan` from now on."""
         self.plan = plan
-        for p in products(self._fused) + [self._lm_head]:
+        for p in self.products():
             p.plan = plan
+
+    def products(self) -> list[Product]:
+        """Every product of a forward in the order it runs them: each layer's four, then the LM head."""
+        return products([self.fused(i) for i in range(self.num_layers)]) + [self._lm_head]
 
     @property
     def num_layers(self) -> int:

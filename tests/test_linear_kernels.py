@@ -124,3 +124,15 @@ def test_every_method_on_each_kernel_equals_ar(kernel):
         assert s.generate().output_ids == ar, (kernel, name)
     for knobs in (dict(exit_heads="lens"), dict(exit_heads="lens", preset="fast")):
         assert Session(lm, build_method("specbound", **knobs), PROMPT, max_new_tokens=24).generate().output_ids == ar
+
+
+def test_the_kernel_plan_script_prints_its_table_and_the_plan(capsys):
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("kernel_plan", Path(__file__).parent.parent / "scripts" / "kernel_plan.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.main(["--sizes", "1,3", "--reps", "1"])
+    out = capsys.readouterr().out
+    assert "| kernel | T = 1 | T = 3 |" in out and "| linear |" in out and "| narrow |" in out
+    assert "measured now: T 1" in out and "the plan in use: T 1" in out
