@@ -10,6 +10,10 @@ choice is measured where the model runs, not assumed: `measure_plan` times each 
 products in forward order (so weights stream from memory as in decoding) at T = 1–6 and a few larger
 ones, and keeps F.linear wherever nothing else is clearly faster.
 
+A draft head or an exit head uses its target's plan (`install`, `planned`): it runs between the target's forwards,
+which push its weights out of the cache, and in paired runs that beat a plan measured on the head alone (timed in
+cache, F.linear's one-row path looks 2-3× faster than W·xᵀ; in decoding it was 5% slower).
+
 Every kernel computes the same products; they differ from one another in the order of the sums (the last bits),
 as one T differs from another under any kernel, so greedy equality with plain decoding is kept exactly the way it
 is for any batch shape (the tests' near-tie rule). A plan is fixed for a process (and stored for a day beside
