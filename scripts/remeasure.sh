@@ -16,13 +16,14 @@
 #                  the fast preset's exit layer re-chosen (writes layer_heads.json; README "SpecBound")
 #   mu (20)        adaptive μ beside a fixed-μ sweep on three drafters (docs/bench/mu_schedule.md)
 #   profile (1)    one TALON step phase by phase (scripts/step_profile.py)
-#   rows (1)       the target's products for 1..8 rows, in cache and streamed, three layouts (scripts/row_cost.py)
+#   rows (1)       the target's products for 1..8 rows, in cache and streamed, five layouts (scripts/row_cost.py)
+#   kernels (1)    the kernel × row-count table behind the CPU plan, measured anew (scripts/kernel_plan.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
 shift
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound mu profile rows)
+[ ${#sections[@]} -eq 0 ] && sections=(drafters acceptance cost shape n60 auto contract specbound mu profile rows kernels)
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 P=(--prompts assets/prompts/heldout.jsonl --max-new-tokens 64)
@@ -76,7 +77,9 @@ for s in "${sections[@]}"; do
     profile)
       python scripts/step_profile.py ;;
     rows)
-      python scripts/row_cost.py ;;
+      python scripts/row_cost.py --rows 1,2,3,4,8,13 ;;
+    kernels)
+      python scripts/kernel_plan.py ;;
     *) echo "unknown section: $s" >&2; exit 2 ;;
   esac > "$out/$s.txt" 2>&1
   tail -n 3 "$out/$s.txt"
