@@ -21,6 +21,7 @@ the cost curves), so a run is deterministic.
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import statistics
@@ -45,6 +46,7 @@ MEASURE_MB = 64.0  # the products timed: the model's first ones up to this size 
 ENV = "SPECSCOPE_LINEAR"  # auto (measure) | linear | narrow | packed (one kernel at every T)
 PACK_ENV = "SPECSCOPE_LINEAR_PACK_MAX_MB"  # packed copies double a model's weights: only below this size
 PACK_MAX_MB = 2048.0
+_MEMO: dict[str, "LinearPlan"] = {}  # signature -> plan, for the process
 
 
 def packed_available() -> bool:
@@ -60,32 +62,22 @@ class LinearPlan:
     sizes: tuple[int, ...]
     kernels: tuple[str, ...]
 
-    def __post_init__(self) -> None:
-        by_rows = [self.kernels[0]] * (self.sizes[-1] + 1)
-        for size, kernel in zip(self.sizes, self.kernels):
-            for t in range(size, len(by_rows)):
-                by_rows[t] = kernel
-        object.__setattr__(self, "_by_rows", tuple(by_rows))
+    def __post_init__(self) -> None:  # the kernel for every T up to the last size, read on every product call
+        by_rows = tuple(self.kernels[max(0, bisect.bisect_right(self.sizes, t) - 1)]
+                        for t in range(self.sizes[-1] + 1))
+        object.__setattr__(self, "_by_rows", by_rows)
 
     def kernel(self, rows: int) -> str:
         by_rows = self._by_rows  # type: ignore[attr-defined]
         return by_rows[rows] if rows < len(by_rows) else by_rows[-1]
 
-    @property
-    def uses_packed(self) -> bool:
-        return PACKED in self.kernels
-
     def describe(self) -> str:
         """'T 1–2: narrow · 3+: packed': the plan in one line, for logs and the bench's header."""
-        parts, i = [], 0
-        while i < len(self.kernels):
-            j = i
-            while j + 1 < len(self.kernels) and self.kernels[j + 1] == self.kernels[i]:
-                j += 1
-            hi = f"–{self.sizes[j + 1] - 1}" if j + 1 < len(self.sizes) else "+"
+        parts, starts = [], [i for i, k in enumerate(self.kernels) if i == 0 or k != self.kernels[i - 1]]
+        for n, i in enumerate(starts):
             lo = self.sizes[i]
-            parts.append(f"{lo}{'' if hi == f'–{lo}' else hi}: {self.kernels[i]}")
-            i = j + 1
+            hi = self.sizes[starts[n + 1]] - 1 if n + 1 < len(starts) else None
+            parts.append(f"{lo}{'+' if hi is None else '' if hi == lo else f'–{hi}'}: {self.kernels[i]}")
         return "T " + " · ".join(parts)
 
     def to_dict(self) -> dict:
@@ -251,10 +243,10 @@ def plan_for(products: list[Product], device: torch.device, signature: str) -> L
         return forced
     if device.type != "cpu" or not products or products[0].w.dtype != torch.float32 or _weights_mb(products) < MIN_MB:
         return PLAIN
-    machine = cost_cache.fingerprint("cpu")
     key = f"linear-plan|{signature}"
     if key in _MEMO:
         return _MEMO[key]
+    machine = cost_cache.fingerprint("cpu")
     path = cost_cache.path_for(cache_home(), key)
     stored = cost_cache.load(path, machine)
     if stored is not None:
@@ -275,9 +267,6 @@ def plan_for(products: list[Product], device: torch.device, signature: str) -> L
     cost_cache.save(path, {**plan.to_dict(), "ms": ms, "fingerprint": machine, "measured_at": time.time(),
                            "key": key})
     return plan
-
-
-_MEMO: dict[str, LinearPlan] = {}
 
 
 def describe_ms(ms: dict[str, list[float]], sizes: tuple[int, ...] = SIZES) -> str:

@@ -117,7 +117,7 @@ class CausalLM:
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """Final norm + LM head: (T, d) -> (T, V) fp32 logits."""
         head = self._lm_head
-        if head.w is not self.hf.lm_head.weight:  # replaced since load (tests swap heads)
+        if head.w is not self.hf.lm_head.weight:  # a new Parameter since load (re-tied or replaced): read it
             head = self._lm_head = Product(self.hf.lm_head.weight, self.hf.lm_head.bias, self.plan)
         return head(self.body.norm(h)).float()
 

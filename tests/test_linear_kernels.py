@@ -72,7 +72,6 @@ def test_a_measured_plan_is_kept_on_disk_for_this_machine(monkeypatch, tmp_path)
     monkeypatch.delenv(lk.ENV, raising=False)
     monkeypatch.setenv("SPECSCOPE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(lk, "MIN_MB", 0.0)
-    monkeypatch.setattr(lk, "SIZES", (1, 2))
     monkeypatch.setattr(lk, "_MEMO", {})
     products = [Product(torch.randn(128, 64), None) for _ in range(2)]
     calls = []
