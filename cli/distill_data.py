@@ -39,12 +39,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=24)
     ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp32"))
     ap.add_argument("--shard", default="0/1", help="i/n: answer every n-th request from the i-th")
+    ap.add_argument("--as-text", nargs="+", default=None, metavar="ANSWERS",
+                    help="instead: write these answer files to --out as plain text (each conversation as the chat "
+                         "template lays it out), for cli.train_layer_heads --text")
     args = ap.parse_args(argv)
     i, n = (int(x) for x in args.shard.split("/"))
     folder = resolve(args.model)
     if not Path(folder).is_dir():
         fail(f"no model folder '{folder}' (run: python -m cli.get_model {args.model})")
     tok = AutoTokenizer.from_pretrained(folder)
+    if args.as_text:
+        rows = [json.loads(line) for f in args.as_text for line in Path(f).read_text().splitlines() if line.strip()]
+        rows.sort(key=lambda r: r["id"])
+        Path(args.out).write_text("\n".join(tok.decode(r["prompt_ids"] + r["response_ids"]) for r in rows))
+        print(args.out)
+        return
     model = AutoModelForCausalLM.from_pretrained(
         folder, dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float32).eval()
     rows = [json.loads(line) for line in Path(args.prompts).read_text().splitlines() if line.strip()][i::n]

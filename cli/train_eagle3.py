@@ -32,7 +32,10 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from core.eagle3 import EagleConfig, EagleHead, feature_layers
 from core.eagle3_io import load_head, save_head
+from cli.eagle3_batches import Features, ttt_mask
+from cli.eagle3_batches import unrolled as unrolled_features
 from cli.train_utils import autocast, batch, corpus, set_lr, write_card
+from core.real_models import resolve
 from core.device import pick_device
 from cli.common import run_main
 
@@ -65,7 +68,7 @@ def card_section(m: dict, mb: float) -> str:
 {mb:.2f} MB). It reads the target's hidden states {m.get('taps_text', 'entering layers 2, L//2, L-3')}, runs one decoder layer of
 width {m.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
 ({m['draft_vocab_coverage']:.1%} of training tokens). Trained by
-`python -m cli.train_eagle3 {flags}` on the embedded target's training split ({m['train_tokens']:,} tokens,
+`python -m cli.train_eagle3 {flags}` on {m.get('data_text', "the embedded target's training split")} ({m['train_tokens']:,} tokens,
 {m['train_s'] / 60:.1f} min on 2 CPU cores shared with other work), {a['ttt']} unrolled draft steps per position
 (training-time test, loss weights 0.8^k), soft cross-entropy to the target's distribution over the draft
 vocabulary plus `--hard-weight` × cross-entropy to its greedy choice, warm-started as a logit lens of the high
@@ -129,14 +132,6 @@ def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[
     return steps, float(m.get("train_s", 0.0)), legs
 
 
-def ttt_mask(T: int, k: int, device: torch.device) -> torch.Tensor:
-    """(T, (k+1)T) bool for unrolled step k: causal over the step-0 entries, then, for each later
-    step, only the entry at the query's own position (its ancestors in a drafted chain)."""
-    blocks = [torch.ones(T, T, dtype=torch.bool, device=device).tril()]
-    blocks += [torch.eye(T, dtype=torch.bool, device=device)] * k
-    return torch.cat(blocks, dim=1)
-
-
 def unrolled(head: EagleHead, target, x: torch.Tensor, steps: int, draft_ids: torch.Tensor):
     """x: (B, S) token ids. Yields, per unrolled step k, (head logits (B, T, Vd), teacher logits over the
     draft vocabulary (B, T, Vd), the target's full-vocabulary argmax (B, T)), with T = S - steps."""
@@ -162,17 +157,21 @@ def unrolled(head: EagleHead, target, x: torch.Tensor, steps: int, draft_ids: to
         yield head.logits(state), teacher[..., draft_ids], teacher.argmax(-1)
 
 
-def step_loss(head_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
-    """Soft cross-entropy to the target's distribution over the draft vocabulary."""
+def step_loss(head_logits: torch.Tensor, teacher_logits: torch.Tensor, scored: torch.Tensor | None = None) -> torch.Tensor:
+    """Soft cross-entropy to the target's distribution over the draft vocabulary (over the scored positions)."""
     target_p = torch.softmax(teacher_logits.float(), -1)
-    return -(target_p * F.log_softmax(head_logits.float(), -1)).sum(-1).mean()
+    ce = -(target_p * F.log_softmax(head_logits.float(), -1)).sum(-1)
+    return ce.mean() if scored is None else ce[scored].mean()
 
 
-def hard_loss(head_logits: torch.Tensor, top: torch.Tensor, to_draft: torch.Tensor) -> torch.Tensor:
+def hard_loss(head_logits: torch.Tensor, top: torch.Tensor, to_draft: torch.Tensor,
+              scored: torch.Tensor | None = None) -> torch.Tensor:
     """Cross-entropy to the target's greedy choice (its draft id; choices outside the draft vocabulary are
     skipped). The target is uncertain (several nats of entropy), so soft targets alone move the argmax
     slowly; greedy verification accepts exactly when the argmaxes agree."""
     labels = to_draft[top]  # (B, T) draft ids, -1 outside
+    if scored is not None:
+        labels = labels.masked_fill(~scored, -1)
     return F.cross_entropy(head_logits.float().flatten(0, 1), labels.flatten(), ignore_index=-1)
 
 
@@ -194,11 +193,35 @@ def evaluate(head: EagleHead, target, data: np.ndarray, steps: int, draft_ids: t
     return {"heldout_tokens": n, "agreement": [a / n for a in agree], "soft_ce": [c / n for c in ce]}
 
 
-def main(argv: list[str] | None = None) -> None:
+@torch.no_grad()
+def evaluate_features(head: EagleHead, feats: Features, emb_table, lm_draft: torch.Tensor, steps: int,
+                      draft_ids: torch.Tensor, batch_size: int) -> dict:
+    """The same per-step agreement and soft CE over the held-out answers' positions."""
+    head.eval()
+    agree, ce, n = [0] * steps, [0.0] * steps, 0
+    for b in feats.heldout_batches(batch_size):
+        for k, (hl, tl, top, sc) in enumerate(unrolled_features(head, emb_table, lm_draft, b, steps)):
+            agree[k] += int(((draft_ids[hl.argmax(-1)] == top) & sc).sum())
+            ce[k] += float(step_loss(hl, tl, sc)) * int(sc.sum())
+            if k == 0:
+                n += int(sc.sum())
+    head.train()
+    return {"heldout_tokens": n, "agreement": [a / n for a in agree], "soft_ce": [c / n for c in ce]}
+
+
+def draft_vocabulary(counts: np.ndarray, size: int) -> tuple[torch.Tensor, float]:
+    """The `size` most frequent target tokens (sorted ids) and the share of counted tokens they cover."""
+    ids = np.sort(np.argsort(-counts, kind="stable")[:size])
+    return torch.from_numpy(ids), float(counts[ids].sum() / counts.sum())
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--target", default="assets/models/target")
+    ap.add_argument("--target", default="assets/models/target", help="a folder, or a real model's name (smollm2)")
     ap.add_argument("--out", default="assets/models/eagle3")
     ap.add_argument("--work", default=".cache/eagle3")
+    ap.add_argument("--features", default=None, help="a cli.eagle3_features folder: train on the target's own "
+                    "answers (features computed once) instead of running the target over the stdlib corpus")
     ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=512)
@@ -214,30 +237,46 @@ def main(argv: list[str] | None = None) -> None:
                     "(0 = embeddings, i = input of layer i, L = last layer's output); default: 2, L//2, L-3")
     ap.add_argument("--init", default=None, help="start from this head folder (published layout; e.g. the shipped "
                     "assets/models/eagle3) instead of a logit lens, when --work has no checkpoint")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
     device = pick_device(args.device)
-    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval().to(device)
+    target_dir = resolve(args.target)
+    target = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).eval().to(device)
     for p in target.parameters():
         p.requires_grad_(False)
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(args.target)
-    train, heldout = corpus(tokenizer, work)
-    counts = np.bincount(train, minlength=target.config.vocab_size)
-    draft_ids = torch.from_numpy(np.sort(np.argsort(-counts, kind="stable")[: args.draft_vocab])).to(device)
-    coverage = counts[draft_ids.cpu().numpy()].sum() / counts.sum()
-    print(f"corpus: {len(train):,} train tokens, {len(heldout):,} held-out; draft vocabulary covers {coverage:.1%}")
+    V, L = target.config.vocab_size, target.config.num_hidden_layers
+    feats = Features(Path(args.features)) if args.features else None
+    if feats is not None:
+        counts = np.bincount(feats.answer_tokens(feats.train), minlength=V)
+        taps = feats.meta["taps"]
+        data_text = (f"the target's own greedy answers to {len(feats.train):,} chat and code requests "
+                     f"(`{Path(args.features).name}`: {int(counts.sum()):,} answer tokens)")
+    else:
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(target_dir)
+        train, heldout = corpus(tokenizer, work)
+        counts = np.bincount(train, minlength=V)
+        data_text = "the embedded target's training split"
+        taps = None
+        if args.feature_layers is not None:
+            try:
+                taps = list(feature_layers(L, [int(i) for i in args.feature_layers.split(",")]))
+            except ValueError as exc:
+                raise SystemExit(f"error: --feature-layers: {exc}") from None
+    draft_ids, coverage = draft_vocabulary(counts, args.draft_vocab)
+    draft_ids = draft_ids.to(device)
+    print(f"{data_text}; draft vocabulary of {len(draft_ids)} covers {coverage:.1%}")
 
-    to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long, device=device)
+    to_draft = torch.full((V,), -1, dtype=torch.long, device=device)
     to_draft[draft_ids] = torch.arange(len(draft_ids), device=device)
     torch.manual_seed(args.seed)
-    taps = None
-    if args.feature_layers is not None:
-        try:
-            taps = list(feature_layers(target.config.num_hidden_layers, [int(i) for i in args.feature_layers.split(",")]))
-        except ValueError as exc:
-            raise SystemExit(f"error: --feature-layers: {exc}") from None
     head = new_head(target, draft_ids.cpu(), args.seq_len, taps).to(device)
+    emb_table = target.model.embed_tokens
+    lm_draft = target.lm_head.weight[draft_ids].detach()  # (Vd, H): the teacher's rows
     opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
                             weight_decay=0.0)
     ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
@@ -262,14 +301,22 @@ def main(argv: list[str] | None = None) -> None:
     s0 = legs[-1].get("schedule_from", 0) if legs else 0
     head.train()
     t0 = time.time()
+    seen = 0
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
     for step in bar:
         set_lr(opt, step - s0, args.steps - s0, args.lr)
-        x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
         loss = torch.zeros((), device=device)
-        with autocast(device) if device.type == "cuda" else contextlib.nullcontext():
-            for k, (hl, tl, top) in enumerate(unrolled(head, target, x, args.ttt, draft_ids)):
-                loss = loss + STEP_WEIGHT ** k * (step_loss(hl, tl) + args.hard_weight * hard_loss(hl, top, to_draft))
+        if feats is not None:
+            b = feats.sample(args.seed, step, args.batch_size)
+            seen += int(b.scored.sum())
+            for k, (hl, tl, top, sc) in enumerate(unrolled_features(head, emb_table, lm_draft, b, args.ttt)):
+                loss = loss + STEP_WEIGHT ** k * (step_loss(hl, tl, sc) + args.hard_weight * hard_loss(hl, top, to_draft, sc))
+        else:
+            x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
+            seen += args.batch_size * args.seq_len
+            with autocast(device) if device.type == "cuda" else contextlib.nullcontext():
+                for k, (hl, tl, top) in enumerate(unrolled(head, target, x, args.ttt, draft_ids)):
+                    loss = loss + STEP_WEIGHT ** k * (step_loss(hl, tl) + args.hard_weight * hard_loss(hl, top, to_draft))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
         opt.step()
@@ -281,10 +328,14 @@ def main(argv: list[str] | None = None) -> None:
             torch.save({"head": head.state_dict(), "opt": opt.state_dict(), "step": step + 1,
                         "elapsed_s": elapsed + time.time() - t0, "legs": legs}, ckpt)
     train_s = elapsed + time.time() - t0
-    metrics = evaluate(head, target, heldout, args.ttt, draft_ids, args.eval_tokens, args.seq_len)
-    metrics.update(train_s=train_s, train_tokens=args.steps * args.batch_size * args.seq_len,
-                   draft_vocab_coverage=float(coverage), args=vars(args), legs=legs, hidden=head.config.hidden_size,
-                   taps_text=taps_text(feature_layers(target.config.num_hidden_layers, taps), target.config.num_hidden_layers))
+    if feats is not None:
+        metrics = evaluate_features(head, feats, emb_table, lm_draft, args.ttt, draft_ids, args.batch_size)
+    else:
+        metrics = evaluate(head, target, heldout, args.ttt, draft_ids, args.eval_tokens, args.seq_len)
+    used = feature_layers(L, taps)
+    metrics.update(train_s=train_s, train_tokens=args.steps * args.batch_size * args.seq_len if feats is None else seen,
+                   draft_vocab_coverage=coverage, args=vars(args), legs=legs, hidden=head.config.hidden_size,
+                   data_text=data_text, taps_text=taps_text(used, L))
     save_head(head, out, metrics)
     if args.card is not None:
         mb = (out / "model.safetensors").stat().st_size / 1e6

@@ -1,0 +1,114 @@
+"""What the frozen target gives an EAGLE-3 head to learn from, computed once per training leg, not per epoch.
+
+    python -m cli.eagle3_features --model smollm2 --answers .cache/distill/smollm2/responses.*.jsonl --out .cache/distill/smollm2/features
+
+For each (request, the target's own answer) of cli.distill_data, one fp32 forward of the target gives, per
+position j: the three tapped hidden states fc fuses (inputs of layers 2, L//2, L-3 unless --feature-layers
+says otherwise), the final normed state (the head's teacher logits over any draft vocabulary are
+lm_head(final) restricted to it, so the vocabulary can be chosen later), and the target's greedy choice
+after j. Written as flat fp16 memory-mapped arrays with per-sequence offsets (a few GB for a few hundred
+thousand tokens), so training reads batches without running the target again. About 5% of the requests,
+chosen by a hash of their id, are held out for the head's evaluation.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+from transformers import AutoModelForCausalLM
+
+from cli.common import fail, run_main
+from core.eagle3 import feature_layers
+from core.real_models import resolve
+
+HELDOUT_MODULUS = 20
+
+
+def heldout(rid: str) -> bool:
+    return int.from_bytes(hashlib.sha1(rid.encode()).digest()[:4], "little") % HELDOUT_MODULUS == 0
+
+
+def final_state(model, hs: tuple, logits: torch.Tensor) -> torch.Tensor:
+    """The state lm_head reads: transformers' last hidden state is already normed in some versions and not
+    in others, so check which one reproduces the logits."""
+    last = hs[-1]
+    if torch.allclose(model.lm_head(last[:, :4]), logits[:, :4], atol=1e-3):
+        return last
+    return model.model.norm(last)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--answers", nargs="+", required=True, help="cli.distill_data outputs (globs allowed)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--feature-layers", default=None, help="three hidden-state indices, e.g. 2,15,27")
+    ap.add_argument("--max-len", type=int, default=512)
+    ap.add_argument("--batch-tokens", type=int, default=2048)
+    args = ap.parse_args(argv)
+    folder = resolve(args.model)
+    files = sorted({f for pattern in args.answers for f in glob.glob(pattern)})
+    if not files:
+        fail(f"no answers match {args.answers}")
+    rows = [json.loads(line) for f in files for line in Path(f).read_text().splitlines() if line.strip()]
+    rows.sort(key=lambda r: r["id"])
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    L, H = model.config.num_hidden_layers, model.config.hidden_size
+    ids = [int(i) for i in args.feature_layers.split(",")] if args.feature_layers else None
+    taps = feature_layers(L, ids)
+    seqs = [(r["id"], (r["prompt_ids"] + r["response_ids"])[: args.max_len], len(r["prompt_ids"])) for r in rows]
+    seqs = [s for s in seqs if len(s[1]) > s[2] + 1]
+    lengths = np.array([len(s[1]) for s in seqs])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(offsets[-1])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    feats = np.lib.format.open_memmap(out / "feats.npy", "w+", np.float16, (n, 3 * H))
+    final = np.lib.format.open_memmap(out / "final.npy", "w+", np.float16, (n, H))
+    tokens = np.zeros(n, np.int32)
+    greedy = np.zeros(n, np.int32)
+    order = np.argsort(lengths)  # batches of similar length waste little padding
+    groups, cur, width = [], [], 0
+    for i in order:
+        width = max(width, lengths[i])
+        if cur and width * (len(cur) + 1) > args.batch_tokens:
+            groups.append(cur)
+            cur, width = [], lengths[i]
+        cur.append(i)
+    groups.append(cur)
+    with torch.inference_mode():
+        for g in tqdm(groups, desc="features", unit="batch"):
+            S = int(lengths[g].max())
+            x = torch.zeros(len(g), S, dtype=torch.long)
+            for b, i in enumerate(g):
+                x[b, : lengths[i]] = torch.tensor(seqs[i][1])
+            o = model(input_ids=x, output_hidden_states=True)  # right padding: causal rows never see it
+            tapped = torch.cat([o.hidden_states[t] for t in taps], -1)  # (B, S, 3H)
+            fin = final_state(model, o.hidden_states, o.logits)  # (B, S, H)
+            top = o.logits.argmax(-1)  # (B, S): the target's choice after each position
+            for b, i in enumerate(g):
+                a, m = int(offsets[i]), int(lengths[i])
+                feats[a: a + m] = tapped[b, :m].half().numpy()
+                final[a: a + m] = fin[b, :m].half().numpy()
+                tokens[a: a + m] = x[b, :m].numpy()
+                greedy[a: a + m] = top[b, :m].numpy()
+    feats.flush()
+    final.flush()
+    np.save(out / "tokens.npy", tokens)
+    np.save(out / "greedy.npy", greedy)
+    meta = {"model": args.model, "taps": list(taps), "hidden": H, "layers": L, "tokens": n,
+            "ids": [s[0] for s in seqs], "offsets": offsets.tolist(), "prompt_lens": [s[2] for s in seqs],
+            "heldout": [heldout(s[0]) for s in seqs], "answers": files}
+    (out / "meta.json").write_text(json.dumps(meta))
+    print(f"{len(seqs)} sequences, {n:,} tokens ({sum(meta['heldout'])} sequences held out)")
+    print(out)
+
+
+if __name__ == "__main__":
+    run_main(main)
