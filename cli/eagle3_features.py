@@ -2,11 +2,12 @@
 
     python -m cli.eagle3_features --model smollm2 --answers .cache/distill/smollm2/responses.*.jsonl --out .cache/distill/smollm2/features
 
-For each (request, the target's own answer) of cli.distill_data, one fp32 forward of the target gives, per
+For each (request, the target's own answer) of cli.distill_data, one forward of the target (fp32, or bf16 with --dtype) gives, per
 position j: the three tapped hidden states fc fuses (inputs of layers 2, L//2, L-3 unless --feature-layers
 says otherwise), the final normed state (the head's teacher logits over any draft vocabulary are
-lm_head(final) restricted to it, so the vocabulary can be chosen later), and the target's greedy choice
-after j. Written as flat fp16 memory-mapped arrays with per-sequence offsets (a few GB for a few hundred
+lm_head(final) restricted to it, so the vocabulary can be chosen later). The target's greedy choice after an
+answer's position j is the answer's next token (the answers were decoded greedily), so the vocabulary-wide
+LM head is not run here at all. Written as flat fp16 memory-mapped arrays with per-sequence offsets (a few GB for a few hundred
 thousand tokens), so training reads batches without running the target again. About 5% of the requests,
 chosen by a hash of their id, are held out for the head's evaluation.
 """
@@ -34,15 +35,6 @@ def heldout(rid: str) -> bool:
     return int.from_bytes(hashlib.sha1(rid.encode()).digest()[:4], "little") % HELDOUT_MODULUS == 0
 
 
-def final_state(model, hs: tuple, logits: torch.Tensor) -> torch.Tensor:
-    """The state lm_head reads: transformers' last hidden state is already normed in some versions and not
-    in others, so check which one reproduces the logits."""
-    last = hs[-1]
-    if torch.allclose(model.lm_head(last[:, :4]), logits[:, :4], atol=1e-3):
-        return last
-    return model.model.norm(last)
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2")
@@ -50,7 +42,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--feature-layers", default=None, help="three hidden-state indices, e.g. 2,15,27")
     ap.add_argument("--max-len", type=int, default=512)
+    ap.add_argument("--limit", type=int, default=0, help="at most this many conversations (a seeded sample)")
     ap.add_argument("--batch-tokens", type=int, default=2048)
+    ap.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="the target's precision here: bf16 "
+                    "is about twice as fast on CPUs with bf16 matrix units, and is what `--dtype auto` decodes in there")
     args = ap.parse_args(argv)
     folder = resolve(args.model)
     files = sorted({f for pattern in args.answers for f in glob.glob(pattern)})
@@ -58,12 +53,16 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"no answers match {args.answers}")
     rows = [json.loads(line) for f in files for line in Path(f).read_text().splitlines() if line.strip()]
     rows.sort(key=lambda r: r["id"])
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).eval()
     L, H = model.config.num_hidden_layers, model.config.hidden_size
     ids = [int(i) for i in args.feature_layers.split(",")] if args.feature_layers else None
     taps = feature_layers(L, ids)
     seqs = [(r["id"], (r["prompt_ids"] + r["response_ids"])[: args.max_len], len(r["prompt_ids"])) for r in rows]
     seqs = [s for s in seqs if len(s[1]) > s[2] + 1]
+    if 0 < args.limit < len(seqs):
+        keep = sorted(np.random.default_rng(0).choice(len(seqs), args.limit, replace=False))
+        seqs = [seqs[i] for i in keep]
     lengths = np.array([len(s[1]) for s in seqs])
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     n = int(offsets[-1])
@@ -88,10 +87,10 @@ def main(argv: list[str] | None = None) -> None:
             x = torch.zeros(len(g), S, dtype=torch.long)
             for b, i in enumerate(g):
                 x[b, : lengths[i]] = torch.tensor(seqs[i][1])
-            o = model(input_ids=x, output_hidden_states=True)  # right padding: causal rows never see it
+            o = model.model(input_ids=x, output_hidden_states=True)  # right padding: causal rows never see it
             tapped = torch.cat([o.hidden_states[t] for t in taps], -1)  # (B, S, 3H)
-            fin = final_state(model, o.hidden_states, o.logits)  # (B, S, H)
-            top = o.logits.argmax(-1)  # (B, S): the target's choice after each position
+            fin = o.last_hidden_state  # (B, S, H): after the final norm, what lm_head reads
+            top = torch.roll(x, -1, 1)  # (B, S): an answer is the target's own greedy choice, token by token
             for b, i in enumerate(g):
                 a, m = int(offsets[i]), int(lengths[i])
                 feats[a: a + m] = tapped[b, :m].half().numpy()

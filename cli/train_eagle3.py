@@ -300,6 +300,8 @@ def main(argv: list[str] | None = None) -> None:
         legs.append(leg)
     s0 = legs[-1].get("schedule_from", 0) if legs else 0
     head.train()
+    # bf16 autocast where the device computes bf16 natively (CUDA, or a CPU with AVX512-BF16 / AMX)
+    fast_bf16 = device.type == "cuda" or torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
     t0 = time.time()
     seen = 0
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
@@ -309,8 +311,9 @@ def main(argv: list[str] | None = None) -> None:
         if feats is not None:
             b = feats.sample(args.seed, step, args.batch_size)
             seen += int(b.scored.sum())
-            for k, (hl, tl, top, sc) in enumerate(unrolled_features(head, emb_table, lm_draft, b, args.ttt)):
-                loss = loss + STEP_WEIGHT ** k * (step_loss(hl, tl, sc) + args.hard_weight * hard_loss(hl, top, to_draft, sc))
+            with autocast(device) if fast_bf16 else contextlib.nullcontext():  # the head's products on the bf16 units
+                for k, (hl, tl, top, sc) in enumerate(unrolled_features(head, emb_table, lm_draft, b, args.ttt)):
+                    loss = loss + STEP_WEIGHT ** k * (step_loss(hl, tl, sc) + args.hard_weight * hard_loss(hl, top, to_draft, sc))
         else:
             x = batch(train, args.seed, step, args.batch_size, args.seq_len + args.ttt - 1).to(device)  # (B, S)
             seen += args.batch_size * args.seq_len
