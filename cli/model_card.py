@@ -11,7 +11,7 @@ import math
 import platform
 from pathlib import Path
 
-from core.loading import ASSETS
+from core.model.loading import ASSETS
 from cli.common import run_main
 
 KEEP_FROM = "## Exit heads"

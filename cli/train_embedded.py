@@ -31,7 +31,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from cli.corpus import source_files, split
 from cli.train_utils import autocast, batch, encode_texts, heldout_metrics, set_lr
-from core.device import pick_device
+from core.model.device import pick_device
 from cli.common import run_main
 
 EOT = "<|endoftext|>"

@@ -21,11 +21,11 @@ import torch
 from core.ar import ARMethod
 from core import knobs
 from core.engine import Session
-from core.loading import DEFAULT_TARGET, load_model
+from core.model.loading import DEFAULT_TARGET, load_model
 from core.metrics import modelled_r, speedup
 from core.prompts import ASSET_PROMPTS, read_prompts
-from core.exit_heads import heads_for, store_exit_layers
-from core.specbound import build_specbound_method
+from core.model.exit_heads import heads_for, store_exit_layers
+from core.specbound.method import build_specbound_method
 from cli.common import run_main
 
 

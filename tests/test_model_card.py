@@ -3,7 +3,7 @@ import json
 
 from transformers import AutoConfig
 
-from core.loading import ASSETS
+from core.model.loading import ASSETS
 from cli.model_card import render
 
 MODELS = ASSETS / "models"

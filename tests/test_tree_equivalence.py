@@ -5,7 +5,7 @@ import torch
 from core.engine import Session
 from core.methods import build_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
-from core.drafters import ModelDrafter
+from core.drafters.draft_lm import ModelDrafter
 from tests.tiny_models import tiny_lm
 
 CONFIGS = [

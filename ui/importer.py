@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.compat import CompatReadout, compat_readout
+from core.eagle3.readout import CompatReadout, compat_readout
 from core.trace import StepTrace, TraceFormatError
 from core.trace_check import TraceLimits, size
 from ui.config import RunConfig

@@ -2,7 +2,7 @@
 and the per-depth gate table. Every interpolated value, text or number, goes through viz/escape.py."""
 from __future__ import annotations
 
-from core.compat import CompatReadout
+from core.eagle3.readout import CompatReadout
 from core.trace import StepTrace
 from viz.exits_fig import why_stopped
 from viz.escape import esc, num

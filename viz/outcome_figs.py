@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from core.metrics import DepthAcceptance
 from core.trace import StepTrace
-from viz.text import wrap_title
+from viz.titles import wrap_title
 from viz.palette import FONT, METHOD_COLORS, STATUS_COLORS
 
 
