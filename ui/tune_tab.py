@@ -20,6 +20,7 @@ from ui.preset_line import shared_with
 from ui.run import Run
 from ui.sweeps import SWEEPS, fixed_text, symbol
 from ui.tune import MIN_RANK_TOKENS, grid, parts, server_settings, sweep
+from ui.view_specs import drafter_input
 from ui.wiring import named
 from viz.cost_fig import cost_curve_figure
 from viz.escape import esc

@@ -9,7 +9,7 @@
 How many layers, which linears carry a bias and whether q/k are normed per head are read off the names
 present (some releases carry a stray num_hidden_layers). Names nobody reads at inference are dropped
 with a note: speculators' training copies of the target's final norm and LM head, rotary caches. What
-is left must match the head exactly; eagle3_io refuses the rest by name.
+is left must match the head exactly; core/eagle3/loading.py refuses the rest by name.
 """
 from __future__ import annotations
 

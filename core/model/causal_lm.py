@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from core.model.compiled_layer import CompiledLayers, check_compilable, compiled_layers, warm_up
 from core.model.fused_layer import FusedLayer, fuse, products, stale
