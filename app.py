@@ -13,21 +13,21 @@ import gradio as gr
 import torch
 from starlette.middleware import Middleware
 
-from ui import learn
-from ui.examples import default_prompt, example_prompts
 from ui import handlers as h
+from ui import learn
+from ui.compare_tab import compare_tab
+from ui.examples import default_prompt, example_prompts
+from ui.gpu import remote
 from ui.handlers import PLAY, choose_pair, export_trace, load_models, remeasure, set_speed, toggle_play
-from ui.knobs import SAMPLING_KNOBS, Knob
 from ui.http_guard import DeepLinkGuard
 from ui.importer import max_bytes
+from ui.knobs import SAMPLING_KNOBS, Knob
 from ui.limits import engine_concurrency, state_capacity, state_ttl_s, torch_threads
-from ui.gpu import remote
 from ui.models import EMBEDDED, model_box_info, pair_choices, preload
+from ui.open_link import share_link, wire_open
 from ui.preset_line import running_html, wire_running
 from ui.preview import PREVIEW
 from ui.run import forget
-from ui.open_link import share_link, wire_open
-from ui.compare_tab import compare_tab
 from ui.share import FIELDS, apply_link
 from ui.tune_tab import tune_tab
 from ui.view_specs import CAPTIONS, VIEWS, ViewSpec

@@ -24,17 +24,17 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from cli.common import add_common_args, announce_drafters, fail, method_knobs, run_main
+from cli.peers import run_peer
+from core import knobs
 from core.auto.budget import AutoMemory
-from core.model.chat import ChatError, prepare_prompt, resolve_chat
-from core.eagle3.readout import PositionTally, drafter_context, readout
 from core.auto.cost_model import measure_costs
 from core.drafter_registry import DrafterFactory, HeadLoadError, drafter_factory
+from core.eagle3.readout import PositionTally, drafter_context, readout
 from core.engine import Session
-from core.model.loading import DEFAULT_DRAFT, ModelLoadError, load_model
-from core.metrics import Totals, speedup
-from core import knobs
 from core.methods import build_method
-from cli.peers import run_peer
+from core.metrics import Totals, speedup
+from core.model.chat import ChatError, prepare_prompt, resolve_chat
+from core.model.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.prompts import read_prompts
 from core.sampling import SamplingConfig
 from core.server_flags import Measured, server_lines

@@ -20,13 +20,13 @@ import time
 import torch
 
 from cli.common import OneLineParser, fail, run_main
-from core.specbound.annealing import act_temperature, check_cost
 from core.auto.cost_model import median_ms
 from core.engine import Session
+from core.model.causal_lm import CausalLM
 from core.model.exit_heads import HEAD_KINDS, heads_for
 from core.model.loading import DEFAULT_TARGET, ModelLoadError, load_model
-from core.model.causal_lm import CausalLM
 from core.prompts import ASSET_PROMPTS, read_prompts
+from core.specbound.annealing import act_temperature, check_cost
 from core.specbound.method import build_specbound_method
 
 

@@ -16,12 +16,12 @@ import sys
 from cli.common import (OneLineParser, add_common_args, announce_drafters, drafter_knobs, fail, method_knobs,
                         run_main)
 from core.auto.budget import AutoMemory
-from core.model.chat import ChatError, prepare_prompt, resolve_chat
 from core.auto.cost_model import measure_costs
 from core.drafter_registry import HeadLoadError, drafter_factory
 from core.engine import Session
-from core.model.loading import ModelLoadError, load_model
 from core.methods import METHODS, build_method
+from core.model.chat import ChatError, prepare_prompt, resolve_chat
+from core.model.loading import ModelLoadError, load_model
 from core.prompts import check_prompt_chars, max_prompt_chars, read_prompts
 from core.sampling import SamplingConfig
 

@@ -30,11 +30,11 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
+from cli.common import run_main
+from cli.train_utils import autocast, batch, corpus, set_lr, write_card
 from core.eagle3.head import EagleConfig, EagleHead, feature_layers
 from core.eagle3.loading import load_head, save_head
-from cli.train_utils import autocast, batch, corpus, set_lr, write_card
 from core.model.device import pick_device
-from cli.common import run_main
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
 CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which cli/model_card.py keeps

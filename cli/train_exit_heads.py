@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
+from cli.common import run_main
 from cli.exit_data import TrainResult, fit_per_layer, head_training_parser, load_training_data, teacher
 from cli.train_utils import write_card
-from core.model.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 from core.model.causal_lm import CausalLM
-from cli.common import run_main
+from core.model.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 
 CARD_START = "## Exit heads (SpecBound)"  # cli/model_card.py keeps the card from "## Exit heads" on
 CARD_END = "<!-- end of the exit-heads section, written by cli/train_exit_heads.py -->"

@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from cli.common import run_main
 from cli.exit_data import TrainResult, fit_per_layer, head_training_parser, load_training_data, teacher
 from cli.train_utils import write_card
+from core.model.causal_lm import CausalLM
 from core.model.exit_heads import fingerprint, heads_dir, save_token_order, token_order
 from core.model.layer_heads import LayerHeads, save_layer_heads
-from core.model.causal_lm import CausalLM
 
 CARD_START = "## Per-layer exit heads (SpecBound, the paper's kind)"
 CARD_END = "<!-- end of the per-layer exit-heads section, written by cli/train_layer_heads.py -->"

@@ -17,8 +17,8 @@ from core.drafters.contract import Drafter
 from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
 from core.eagle3.loading import DEFAULT_HEAD, HeadLoadError, head_for
-from core.model.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
 from core.model.causal_lm import CausalLM
+from core.model.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
 
 DrafterFactory = Callable[[], Drafter]
 # the best drafter measured for the embedded target (docs/bench/, drafters); the draft LM where no head ships

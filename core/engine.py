@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 
 from core.drafters.contract import Drafter
-from core.model.kv_cache import KVCache
 from core.model.causal_lm import CausalLM
+from core.model.kv_cache import KVCache
 from core.sampling import SamplingConfig
 from core.trace import GenerationResult, StepTrace
 

@@ -22,8 +22,8 @@ from core.auto.config import DEFAULT, AutoConfig  # noqa: E402
 from core.drafter_registry import drafter_factory  # noqa: E402
 from core.engine import Session  # noqa: E402
 from core.knobs import preset_knobs  # noqa: E402
-from core.model.loading import DEFAULT_TARGET, load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402
+from core.model.loading import DEFAULT_TARGET, load_model  # noqa: E402
 from core.prompts import read_prompts  # noqa: E402
 from core.sampling import SamplingConfig  # noqa: E402
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import core.lossless_check as eq  # noqa: E402
-from core.model.chat import CHAT_MODES, prepare_prompt  # noqa: E402
-from core.drafter_registry import HeadLoadError, drafter_factory  # noqa: E402
 from core.drafter_registry import DRAFTERS  # noqa: E402
-from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model  # noqa: E402
+from core.drafter_registry import HeadLoadError, drafter_factory  # noqa: E402
+import core.lossless_check as eq  # noqa: E402
 from core.methods import build_method  # noqa: E402
+from core.model.chat import CHAT_MODES, prepare_prompt  # noqa: E402
+from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model  # noqa: E402
 from core.prompts import ASSET_PROMPTS, read_prompts  # noqa: E402
 
 KNOBS = {"chain": {"gamma": 5}, "static": {"N": 16, "K": 4, "depth": 4},

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core import knobs as core_knobs  # noqa: E402
-from core.model.cost_cache import fingerprint  # noqa: E402
 from core.metrics import pooled_spread  # noqa: E402
+from core.model.cost_cache import fingerprint  # noqa: E402
 from ui.baseline import full_ar_pass  # noqa: E402
 from ui.config import RunConfig  # noqa: E402
 from ui.examples import example_prompts  # noqa: E402

@@ -4,8 +4,8 @@ import pytest
 
 from core.auto.budget import AutoMemory, AutoState
 from core.auto.config import DEFAULT
-from core.auto.replay import replay_of, tau_of
 from core.auto.cost_model import CostModel
+from core.auto.replay import replay_of, tau_of
 from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
 from core.engine import Session

@@ -7,11 +7,11 @@ import os
 import gradio as gr
 import pytest
 
-from core.model.chat import prepare_prompt
 from core.engine import Session
 from core.lossless_check import Report, assert_equivalent, compare_tokens
-from core.model.loading import DEFAULT_TARGET
 from core.methods import build_method
+from core.model.chat import prepare_prompt
+from core.model.loading import DEFAULT_TARGET
 from ui import handlers as h
 
 from tests.handler_helpers import sb_step, step

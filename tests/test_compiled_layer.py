@@ -3,10 +3,10 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from core.engine import Session
-from core.model.exit_heads import logit_lens
-from core.methods import build_method
 from core.drafters.self_drafter import SelfDrafter
+from core.engine import Session
+from core.methods import build_method
+from core.model.exit_heads import logit_lens
 from tests.tiny_models import tiny_lm
 
 PROMPT = [4, 9, 13, 2, 7, 4, 9]

@@ -5,9 +5,9 @@ import json
 import pytest
 
 import core.auto.cost_model as cm
-import core.model.exit_heads
-from core.model import cost_cache
 from core.drafters.lookup import LookupDrafter
+from core.model import cost_cache
+import core.model.exit_heads
 from core.paths import cache_home
 from tests.tiny_models import tiny_lm
 

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-import core.trees.method
 from core.ar import ARMethod
 from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
@@ -14,6 +13,7 @@ from core.eagle3.loading import HeadLoadError, load_head
 from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs
+import core.trees.method
 from core.verify import TreeVerdict
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue
 from tests.tiny_heads import write_tiny_head

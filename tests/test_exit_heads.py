@@ -5,8 +5,8 @@ import random
 import pytest
 import torch
 
-from core.model.exit_heads import LOGIT_LENS, TRAINED, ExitHeads, fingerprint, load_heads, logit_lens, save_heads
 from cli.train_exit_heads import CARD_END, CARD_START, TrainConfig, main, train_heads
+from core.model.exit_heads import LOGIT_LENS, TRAINED, ExitHeads, fingerprint, load_heads, logit_lens, save_heads
 from tests.tiny_models import char_tokenizer, tiny_hf, tiny_lm
 
 

@@ -5,8 +5,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.model.fused_layer import rotate_half
 from core.model.causal_lm import CausalLM, causal_mask
+from core.model.fused_layer import rotate_half
 from tests.tiny_models import FAMILIES, char_tokenizer, tiny_hf, tiny_lm
 
 

@@ -11,10 +11,10 @@ import torch
 from safetensors.torch import load_file
 
 from core.ar import ARMethod
-from core.eagle3.head import EagleConfig, EagleHead
 from core.eagle3.drafter import EagleDrafter
-from core.eagle3.loading import HeadLoadError, load_head
+from core.eagle3.head import EagleConfig, EagleHead
 from core.eagle3.layers import ATTN, MLP_LINEARS
+from core.eagle3.loading import HeadLoadError, load_head
 from core.engine import Session
 from core.methods import build_method
 from core.model.causal_lm import causal_mask

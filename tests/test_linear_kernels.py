@@ -5,12 +5,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.model import linear_kernels as lk
+from core.drafters.self_drafter import SelfDrafter
 from core.engine import Session
+from core.methods import build_method
+from core.model import linear_kernels as lk
 from core.model.exit_heads import logit_lens
 from core.model.linear_kernels import LINEAR, NARROW, PACKED, PLAIN, LinearPlan, Product
-from core.methods import build_method
-from core.drafters.self_drafter import SelfDrafter
 from tests.tiny_models import tiny_lm
 
 KERNELS = [LINEAR, NARROW] + ([PACKED] if lk.packed_available() else [])

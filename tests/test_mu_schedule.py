@@ -9,9 +9,9 @@ from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
 from core.engine import Session
 from core.methods import build_method
-from core.trees.mu_schedule import AdaptiveMu
 from core.sampling import SamplingConfig
 from core.trace import ROOT, LevelTrace, PrunedCandidate, StepTrace
+from core.trees.mu_schedule import AdaptiveMu
 from tests.handler_helpers import step
 from tests.tiny_models import tiny_lm
 from viz.outcome_figs import tau_delta_timeline

@@ -8,9 +8,9 @@ from core import knobs as core_knobs
 from core.model.cost_cache import fingerprint
 from tests.handler_helpers import SPECBOUND, sb_step
 from ui.baseline import time_baseline
+from ui.compare_tab import VIEW, compare_knobs, compare_settings
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS
 from ui.preset_line import method_knobs, preset_of, running_html
-from ui.compare_tab import VIEW, compare_knobs, compare_settings
 
 DEFAULTS = {k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-import core.trees.method
+from core.drafters.draft_lm import ModelDrafter
 from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs, top_p_filter, uniform
+import core.trees.method
 from core.verify import ChainVerdict, verify_chain_sampling
-from core.drafters.draft_lm import ModelDrafter
 from tests.tiny_models import tiny_lm
 
 P_OK = 1e-3  # a correct sampler fails this by chance 1 time in 1000

@@ -17,19 +17,19 @@ import numpy as np
 import pytest
 import torch
 
-import core.specbound.method
-import core.trees.method
 from core.ar import ARMethod
 from core.drafter_registry import drafter_factory
 from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
+from core.drafters.self_drafter import SelfDrafter
 from core.eagle3.drafter import EagleDrafter
 from core.eagle3.loading import load_head
 from core.engine import Session
-from core.model.exit_heads import logit_lens
 from core.methods import build_method
+from core.model.exit_heads import logit_lens
 from core.sampling import SamplingConfig, draw, probs
-from core.drafters.self_drafter import SelfDrafter
+import core.specbound.method
+import core.trees.method
 from core.verify import TreeVerdict
 from tests import test_specbound, test_tree_sampling
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue, exact_first_token, first_token_counts

@@ -2,18 +2,18 @@
 import pytest
 import torch
 
-import core.trees.method
 from cli.generate import main as generate_main
 from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.drafter_registry import drafter_factory
-from core.engine import Session
-from core.model.exit_heads import heads_for, logit_lens
-from core.model.layer_heads import LayerHeads
-from core.methods import build_method
-from core.sampling import SamplingConfig
 from core.drafters.self_drafter import SelfDrafter, check_self_layer
 from core.drafters.shallow_verify import verify_with_shallow
+from core.engine import Session
+from core.methods import build_method
+from core.model.exit_heads import heads_for, logit_lens
+from core.model.layer_heads import LayerHeads
+from core.sampling import SamplingConfig
 from core.trace import ROOT
+import core.trees.method
 from tests.test_drafters import BROKEN, V, exact_joint, sampled_joint
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue
 from tests.tiny_models import tiny_lm

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-import core.specbound.method
 from core.ar import ARMethod
 from core.engine import Session
+from core.lossless_check import assert_equivalent, check_greedy_equivalence
 from core.model.exit_heads import ExitHeads, exit_vocab, heads_dir, heads_for
 from core.sampling import SamplingConfig
 from core.specbound.annealing import act_temperature, exits_at, layer_confidence
 from core.specbound.method import SpecBoundMethod, build_specbound_method
-from core.lossless_check import assert_equivalent, check_greedy_equivalence
+import core.specbound.method
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
 from tests.tiny_models import tiny_lm
 

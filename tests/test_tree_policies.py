@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from core.trees.policies import StaticPolicy, TalonPolicy
-from core.trace import ROOT
 from core.draft_tree import DraftTree, path_to
+from core.trace import ROOT
+from core.trees.policies import StaticPolicy, TalonPolicy
 
 V = 8
 A, B, C, D, E, F, G = range(1, 8)

@@ -3,12 +3,12 @@ import pytest
 and the same check rejects a lossy 'typical acceptance' shortcut."""
 import numpy as np
 
-import core.trees.method
+from core.drafters.draft_lm import ModelDrafter
 from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs
+import core.trees.method
 from core.verify import TreeVerdict
-from core.drafters.draft_lm import ModelDrafter
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue
 from tests.tiny_models import tiny_lm
 

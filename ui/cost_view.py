@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.auto.config import DEFAULT
+from core.auto.cost_model import CostModel
 from core.auto.predict import Predictor
 from core.auto.replay import budget_of, replay_of
-from core.auto.cost_model import CostModel
 from ui.run import Run
 from ui.worker import cost_curve
 

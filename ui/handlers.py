@@ -13,18 +13,18 @@ import gradio as gr
 
 from core.engine import SessionError
 from ui.baseline import time_baseline
+from ui.config import RunConfig
 from ui.gpu import remote
 from ui.importer import ImportedRun, import_trace
 from ui.knobs import SAMPLING_KNOBS, validate
 from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.preview import preview_panels
 from ui.priority import interactive
-from ui.config import RunConfig
 from ui.run import Run
 from ui.tempfiles import write_export
 from ui.view_specs import SAMPLING, ViewSpec
-from ui.worker import load_pair
 from ui.views import clamp, outcome_panels, streamed_texts
+from ui.worker import load_pair
 from viz.escape import esc
 from viz.html import stats_html
 

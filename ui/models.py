@@ -15,8 +15,8 @@ from core import knobs
 from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
 from core.drafters.contract import Drafter
 from core.eagle3.loading import HeadLoadError
-from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 from core.model.causal_lm import CausalLM
+from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 
 EMBEDDED = "embedded"
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -10,11 +10,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.eagle3.readout import CompatReadout, PositionTally, readout
 from core.auto.cost_model import CostModel
+from core.eagle3.readout import CompatReadout, PositionTally, readout
 from core.engine import SessionError
-from core.snapshot import Snapshot
 from core.metrics import Baseline, RunStats, run_stats
+from core.snapshot import Snapshot
 from core.trace import StepTrace
 from ui.config import RunConfig
 from ui.gpu import CHUNK, remote

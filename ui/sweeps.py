@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 
 from core import knobs as core_knobs
+from core.knobs import Knob
 from core.model.exit_heads import check_head_kind
 from core.specbound.method import parse_exit_layers
-from core.knobs import Knob
 from ui.knobs import validate
 
 NOT_FIXED = ("auto", "mu_schedule")  # per-step choices (N, μ), not settings to hold: a sweep holds μ fixed

@@ -13,12 +13,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from core.model.chat import ChatPrompt, prepare_prompt
-from core.eagle3.readout import PositionTally, drafter_context
 from core.auto.cost_model import CostModel, measure_costs
+from core.eagle3.readout import PositionTally, drafter_context
 from core.engine import Session, SessionError
-from core.snapshot import Snapshot, restore, take_snapshot
 from core.methods import build_method
+from core.model.chat import ChatPrompt, prepare_prompt
+from core.snapshot import Snapshot, restore, take_snapshot
 from core.trace import StepTrace
 from ui.gpu import gpu
 from ui.limits import cached_sessions

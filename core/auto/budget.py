@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.auto.config import DEFAULT, AutoConfig
+from core.auto.cost_model import CostModel
 from core.auto.predict import Predictor
 from core.auto.replay import calibration_of, replay_of
-from core.auto.cost_model import CostModel
 from core.auto.shape_calibration import T_GRID, next_temperature
 from core.trace import AutoChoice, StepTrace
 

@@ -20,12 +20,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core.model import cost_cache
-from core.drafters.contract import Drafter
-from core.model.causal_lm import CausalLM
-from core.trace import ROOT
 from core.draft_tree import DraftTree
+from core.drafters.contract import Drafter
+from core.model import cost_cache
+from core.model.causal_lm import CausalLM
 from core.paths import cache_home
+from core.trace import ROOT
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)

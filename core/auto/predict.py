@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.auto.config import DEFAULT, AutoConfig
-from core.auto.replay import Replay, Table, age_weights, tau_of
 from core.auto.cost_model import CostModel
+from core.auto.replay import Replay, Table, age_weights, tau_of
 
 
 @dataclass

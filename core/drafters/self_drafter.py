@@ -17,10 +17,10 @@ import torch
 
 from core.draft_tree import DraftTree
 from core.drafters.contract import BaseDrafter, Shallow, node_mask
-from core.model.kv_cache import KVCache
-from core.model.exit_heads import ExitHeads
-from core.model.layer_heads import LayerHeads
 from core.model.causal_lm import CausalLM, causal_mask
+from core.model.exit_heads import ExitHeads
+from core.model.kv_cache import KVCache
+from core.model.layer_heads import LayerHeads
 from core.trace import ROOT
 
 

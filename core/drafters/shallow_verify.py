@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from core.model.kv_cache import KVCache
-from core.model.causal_lm import CausalLM
 from core.drafters.contract import Shallow
+from core.model.causal_lm import CausalLM
+from core.model.kv_cache import KVCache
 
 
 @dataclass

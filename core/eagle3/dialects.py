@@ -25,10 +25,10 @@ from transformers.activations import ACT2FN
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from core.eagle3.head import EagleConfig
-from core.eagle3.layers import ATTN, MLP_LINEARS
-from core.eagle3.keys import check_keys
-from core.eagle3.tensors import Tensors, canonical, nemo_names, vocab_maps
 from core.eagle3.head_info import HeadInfo, HeadLoadError
+from core.eagle3.keys import check_keys
+from core.eagle3.layers import ATTN, MLP_LINEARS
+from core.eagle3.tensors import Tensors, canonical, nemo_names, vocab_maps
 
 LAYER_TYPES = ("llama", "qwen3", "qwen2")
 REQUIRED = ("hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")

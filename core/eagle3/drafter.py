@@ -16,14 +16,14 @@ import dataclasses
 
 import torch
 
+from core.draft_tree import DraftTree
 from core.drafters.contract import BaseDrafter, node_mask
 from core.eagle3.head import EagleHead, feature_layers
-from core.model.linear_kernels import install
 from core.eagle3.head_info import HeadInfo
-from core.model.kv_cache import KVCache
 from core.model.causal_lm import CausalLM, causal_mask
+from core.model.kv_cache import KVCache
+from core.model.linear_kernels import install
 from core.trace import ROOT
-from core.draft_tree import DraftTree
 
 
 class EagleDrafter(BaseDrafter):

@@ -26,8 +26,8 @@ import torch.nn as nn
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from core.eagle3.layers import ATTN, MLP_LINEARS, DecoderLayer, MidLayer, RMSNorm
 from core.eagle3.head_info import HeadInfo
+from core.eagle3.layers import ATTN, MLP_LINEARS, DecoderLayer, MidLayer, RMSNorm
 
 
 @dataclass

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.eagle3.head import EagleHead, feature_layers
 from core.eagle3.dialects import HeadSpec, read_head
+from core.eagle3.head import EagleHead, feature_layers
 from core.eagle3.head_info import HeadInfo, HeadLoadError
 
 __all__ = ["DEFAULT_HEAD", "HeadInfo", "HeadLoadError", "head_for", "load_head", "save_head"]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.eagle3.layers import ATTN, MLP_LINEARS
 from core.eagle3.head_info import HeadLoadError
+from core.eagle3.layers import ATTN, MLP_LINEARS
 
 QUIET = ("verifier_norm.weight", "verifier_lm_head.weight")  # speculators' training-only copies of the target's
 LAYER = re.compile(r"^layers\.(\d+)\.(.*)$")

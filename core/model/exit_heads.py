@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.model.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta, WholeLogits
 from core.model.causal_lm import CausalLM
+from core.model.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta, WholeLogits
 from core.paths import cache_home
 
 WEIGHTS = "exit_heads.safetensors"

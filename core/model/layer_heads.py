@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from core.model.linear_kernels import PLAIN, LinearPlan, planned
 from core.model.causal_lm import CausalLM
+from core.model.linear_kernels import PLAIN, LinearPlan, planned
 
 WEIGHTS = "layer_heads.safetensors"
 META = "layer_heads.json"

@@ -16,9 +16,9 @@ import torch
 
 from core.auto.cost_model import median_ms
 from core.engine import sync
+from core.model.causal_lm import CausalLM
 from core.model.exit_heads import ExitHeads, exit_vocab
 from core.model.layer_heads import LayerHeads
-from core.model.causal_lm import CausalLM
 
 
 def act_temperature(layer: int, num_layers: int, alpha: float) -> float:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.model.kv_cache import KVCache
 from core.model.causal_lm import CausalLM, causal_mask
+from core.model.kv_cache import KVCache
 from core.trace import ExitTrace
 
 

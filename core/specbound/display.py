@@ -14,8 +14,8 @@ from typing import Callable
 
 import torch
 
-from core.specbound.annealing import act_temperature
 from core.model.causal_lm import CausalLM
+from core.specbound.annealing import act_temperature
 from core.specbound.block import Block, VerifyPass
 from core.specbound.draft import DraftPlan
 

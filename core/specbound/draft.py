@@ -15,12 +15,12 @@ from typing import Callable
 
 import torch
 
-from core.specbound.annealing import LayerConfidence, exits_at, layer_confidence
+from core.model.causal_lm import CausalLM, causal_mask
 from core.model.exit_heads import ExitHeads
 from core.model.kv_cache import KVCache
 from core.model.layer_heads import spread
-from core.model.causal_lm import CausalLM, causal_mask
 from core.sampling import SamplingConfig, next_token, probs
+from core.specbound.annealing import LayerConfidence, exits_at, layer_confidence
 from core.specbound.block import Block
 from core.trace import ExitTrace
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import torch
 
 from core import knobs
-from core.specbound.annealing import head_cost_layers
 from core.engine import Session, Timer
 from core.model.exit_heads import ExitHeads, check_head_kind, exit_vocab, heads_for
 from core.model.layer_heads import LayerHeads
 from core.sampling import probs
+from core.specbound.annealing import head_cost_layers
 from core.specbound.block import Block, VerifyPass, staggered_verify
 from core.specbound.display import fill_unchecked
 from core.specbound.draft import DraftPlan, draft_block

@@ -13,14 +13,14 @@ from core import knobs
 from core.auto.budget import AutoMemory, AutoState
 from core.auto.config import DEFAULT, AutoConfig
 from core.auto.cost_model import measure_costs
+from core.auto.shape_calibration import T_GRID, nll_by_temperature
 from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
 from core.drafters.contract import Drafter
+from core.drafters.shallow_verify import verify_with_shallow
 from core.engine import Session, Timer
 from core.sampling import draw, probs
-from core.trees.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu, check_schedule
-from core.drafters.shallow_verify import verify_with_shallow
-from core.auto.shape_calibration import T_GRID, nll_by_temperature
 from core.trace import ROOT, AutoChoice, DraftNode, StepTrace, TargetChoice, TreeStep
+from core.trees.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu, check_schedule
 from core.trees.policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
 from core.verify import (VerdictRecord, record_chain, verify_chain_greedy, verify_chain_sampling,
                          verify_tree)

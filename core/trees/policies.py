@@ -15,8 +15,8 @@ from typing import Callable
 import torch
 
 from core import knobs
-from core.trace import ROOT, LevelTrace, PrunedCandidate
 from core.draft_tree import DraftTree
+from core.trace import ROOT, LevelTrace, PrunedCandidate
 
 # frontier node ids ([ROOT] first) -> (F, V) q, or None when the drafter has no room left for them
 Expand = Callable[[list[int], DraftTree], "torch.Tensor | None"]
