@@ -45,7 +45,7 @@ class Method(Protocol):
 @dataclass
 class MethodState:
     """What a method keeps between one session's steps: per session, so two visitors never share it."""
-    auto: "AutoState | None" = None  # `auto`'s schedule and predictor (core/auto/budget.py), from TreeMethod.prepare
+    auto: AutoState | None = None  # `auto`'s schedule and predictor (core/auto/budget.py), from TreeMethod.prepare
     mu: float | None = None  # the adaptive schedule's gate ratio μ for the next step (core/trees/mu_schedule.py)
 
 

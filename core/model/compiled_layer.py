@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 
 from core.model.fused_layer import FusedLayer, rotate_half
 from core.model.kv_cache import KVCache
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 
 def rms_norm(h: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -76,7 +79,7 @@ class CompiledLayers:
                          f.down.w, f.down.b, f.inner)
 
 
-def check_compilable(config, name: str) -> None:
+def check_compilable(config: PretrainedConfig, name: str) -> None:
     """A ValueError naming why, where the compiled bodies would not be the layer's own computation."""
     act = getattr(config, "hidden_act", None)
     if act != "silu":
