@@ -1,7 +1,8 @@
 """SpecScope: speculative decoding, one real step at a time. `python app.py` serves the page offline on
 the embedded models and prints its URL (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are honoured).
 
-Layout and wiring only: handlers live in ui/handlers.py and ui/tab_handlers.py, figures in viz/."""
+Layout and wiring only: the stepping views' handlers live in ui/handlers.py, the Compare and Tune tabs (builder and
+handlers) in ui/compare_tab.py and ui/tune_tab.py, figures in viz/."""
 from __future__ import annotations
 
 import os
@@ -12,23 +13,23 @@ import gradio as gr
 import torch
 from starlette.middleware import Middleware
 
-from ui import learn
-from ui.examples import default_prompt, example_prompts
 from ui import handlers as h
-from ui.handlers import PLAY, export_trace, remeasure, set_speed, toggle_play
-from ui.knobs import SAMPLING_KNOBS, Knob
+from ui import learn
+from ui.compare_tab import compare_tab
+from ui.examples import default_prompt, example_prompts
+from ui.gpu import remote
+from ui.handlers import PLAY, choose_pair, export_trace, load_models, remeasure, set_speed, toggle_play
 from ui.http_guard import DeepLinkGuard
 from ui.importer import max_bytes
+from ui.knobs import SAMPLING_KNOBS, Knob
 from ui.limits import engine_concurrency, state_capacity, state_ttl_s, torch_threads
-from ui.gpu import remote
 from ui.models import EMBEDDED, model_box_info, pair_choices, preload
+from ui.open_link import share_link, wire_open
 from ui.preset_line import running_html, wire_running
 from ui.preview import PREVIEW
 from ui.run import forget
-from ui.link_step import share_link, wire_open
-from ui.long_tabs import compare_tab, tune_tab
 from ui.share import FIELDS, apply_link
-from ui.tab_handlers import choose_pair, load_models
+from ui.tune_tab import tune_tab
 from ui.view_specs import CAPTIONS, VIEWS, ViewSpec
 from ui.walk import walk_block, wire_walk
 from ui.wiring import named
@@ -252,7 +253,7 @@ def build_demo() -> gr.Blocks:
         drafters = [views["talon"]["drafter"], compare["drafter"], tune["drafter"]]
         models["pair"].input(choose_pair, [models["pair"]], [models["target"], models["draft"], models["chat"],
                                                              *drafters], api_visibility="private")
-        for spec in VIEWS.values():  # a shared link's own run, else the start-up step (ui/link_step.py)
+        for spec in VIEWS.values():  # a shared link's own run, else the start-up step (ui/open_link.py)
             wire_open(demo, spec, views[spec.name], concurrency_id=ENGINE)
         fields = [views[name][n] for name in VIEWS for n in FIELDS[name]]
         demo.load(apply_link, None, [tabs, link_msg, *fields], api_visibility="private",

@@ -8,9 +8,9 @@ A method spec may name its drafter after an @ and carry knobs after colons: `tal
 prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall time over the
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
 the measured cost ratio c of a draft forward to a one-token target forward, read off the cost curves
-(core/cost_model.py, 256 cached tokens) at the frontier widths the row drafted, averaged over its draft
+(core/auto/cost_model.py, 256 cached tokens) at the frontier widths the row drafted, averaged over its draft
 forwards (SpecBound counts δ in target-forward equivalents, so its c is 1). `specbound:preset=fast` names a
-preset for one row. The compatibility readout (core/compat.py) follows the tables: acceptance by draft
+preset for one row. The compatibility readout (core/eagle3/readout.py) follows the tables: acceptance by draft
 position, the head's layout, taps and draft vocabulary, and the share of the committed text its draft
 vocabulary holds.
 """
@@ -24,18 +24,17 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from cli.common import add_common_args, announce_drafters, fail, method_knobs, run_main
-from core.auto_budget import AutoMemory
-from core.chat import ChatError, prepare_prompt, resolve_chat
-from core.compat import PositionTally, drafter_context, readout
-from core.compiled_layer import compile_layers
-from core.cost_model import measure as measure_costs
-from core.drafter_loading import DrafterFactory, HeadLoadError, drafter_factory
-from core.engine import Session
-from core.loading import DEFAULT_DRAFT, ModelLoadError, load_model
-from core.metrics import Totals, speedup
-from core import knobs
-from core.methods import build_method
 from cli.peers import run_peer
+from core import knobs
+from core.auto.budget import AutoMemory
+from core.auto.cost_model import measure_costs
+from core.drafter_registry import DrafterFactory, HeadLoadError, drafter_factory
+from core.eagle3.readout import PositionTally, drafter_context, readout
+from core.engine import Session
+from core.methods import build_method
+from core.metrics import Totals, speedup
+from core.model.chat import ChatError, prepare_prompt, resolve_chat
+from core.model.loading import DEFAULT_DRAFT, ModelLoadError, load_model
 from core.prompts import read_prompts
 from core.sampling import SamplingConfig
 from core.server_flags import Measured, server_lines
@@ -186,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
                     "the methods in reverse order on every other repeat (so a drifting machine favours none); "
                     "the table sums the repeats and shows each repeat's tok/s")
     ap.add_argument("--compile", action="store_true", help="run the target's layers through torch.compile "
-                    "(core/compiled_layer.py), compiled before anything is timed")
+                    "(core/model/compiled_layer.py), compiled before anything is timed")
     add_common_args(ap)
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -212,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
         prompt_texts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
         target = load_model(args.model, args.device)
         if args.compile:
-            print(f"compiled the target's layers in {compile_layers(target).compile_s:.1f} s", file=sys.stderr)
+            print(f"compiled the target's layers in {target.compile_layers().compile_s:.1f} s", file=sys.stderr)
         chat = resolve_chat(args.chat, target.tokenizer)
         prompts = [prepare_prompt(target.tokenizer, p, args.chat).ids for p in prompt_texts]
         all_specs = specs + sweeps
@@ -225,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(exc))
     announce_drafters(factories)
     if target.device.type == "cpu":
-        print(f"products on this CPU: {target.plan.describe()} (core/linear_kernels.py; SPECSCOPE_LINEAR)", file=sys.stderr)
+        print(f"products on this CPU: {target.plan.describe()} (core/model/linear_kernels.py; SPECSCOPE_LINEAR)", file=sys.stderr)
     rows = {label: Row(label=label) for label, _, _, _ in all_specs}
     costs = {}
     for d, make in factories.items():  # first-call allocations and the cost curves (c, `auto`) out of the way

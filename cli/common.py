@@ -5,12 +5,12 @@ import argparse
 import sys
 from typing import Callable
 
-from core.chat import CHAT_MODES
-from core.device import pick_device
-from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory
-from core.loading import DEFAULT_TARGET
 from core import knobs
+from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory
 from core.knobs import Knob
+from core.model.chat import CHAT_MODES
+from core.model.device import pick_device
+from core.model.loading import DEFAULT_TARGET
 
 
 class OneLineParser(argparse.ArgumentParser):

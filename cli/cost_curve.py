@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from cli.common import OneLineParser, device_arg, drafter_knobs, fail, run_main
 from core import knobs
-from core.cost_model import CONTEXT, measure
-from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, HeadLoadError, drafter_factory
-from core.loading import DEFAULT_TARGET, ModelLoadError, load_model
+from core.auto.cost_model import CONTEXT, measure_costs
+from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, HeadLoadError, drafter_factory
+from core.model.loading import DEFAULT_TARGET, ModelLoadError, load_model
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
         make = drafter_factory(args.drafter, target, args.draft, args.device, drafter_knobs(args))
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
-    cost = measure(target, make(), args.reps, use_disk=False)
+    cost = measure_costs(target, make(), args.reps, use_disk=False)
     print(f"# {cost.key}, context {CONTEXT} tokens, median of {args.reps}")
     print("| n new tokens | " + " | ".join(map(str, cost.verify_n)) + " |")
     print("|---|" + "---|" * len(cost.verify_n))

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from cli.common import fail, run_main
-from core.real_models import resolve
+from core.model.real_models import resolve
 
 
 def chat_ids(tok, prompt: str) -> list[int]:

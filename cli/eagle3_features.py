@@ -25,8 +25,8 @@ from tqdm import tqdm
 from transformers import AutoModelForCausalLM
 
 from cli.common import fail, run_main
-from core.eagle3 import feature_layers
-from core.real_models import resolve
+from core.eagle3.head import feature_layers
+from core.model.real_models import resolve
 
 HELDOUT_MODULUS = 20
 

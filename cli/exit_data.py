@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
 
 
 def windows(ids: torch.Tensor, batch: int, seq_len: int, gen: torch.Generator) -> torch.Tensor:
@@ -109,7 +109,7 @@ def head_training_parser(doc: str, config) -> argparse.ArgumentParser:
 def load_training_data(args: argparse.Namespace, seq_len: int, seed: int) -> tuple[CausalLM, list[int], list[int], str]:
     """(model, training ids, held-out ids, what the data was) from the parsed flags; a bad model or too little
     text exits with one line."""
-    from core.loading import ModelLoadError, load_model
+    from core.model.loading import ModelLoadError, load_model
     try:
         lm = load_model(args.model, args.device)
         if args.text is not None and not args.text.is_file():

@@ -20,14 +20,14 @@ import time
 import torch
 
 from cli.common import OneLineParser, fail, run_main
-from core.act import act_temperature, check_cost
-from core.cost_model import median_ms
+from core.auto.cost_model import median_ms
 from core.engine import Session
-from core.exit_heads import HEAD_KINDS, heads_for
-from core.loading import DEFAULT_TARGET, ModelLoadError, load_model
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
+from core.model.exit_heads import HEAD_KINDS, heads_for
+from core.model.loading import DEFAULT_TARGET, ModelLoadError, load_model
 from core.prompts import ASSET_PROMPTS, read_prompts
-from core.specbound import build_specbound_method
+from core.specbound.annealing import act_temperature, check_cost
+from core.specbound.method import build_specbound_method
 
 
 @torch.no_grad()
@@ -66,7 +66,7 @@ def calibration_rows(lm: CausalLM, heads, states, final, alpha: float, taus: lis
 
 @torch.inference_mode()
 def cost_rows(lm: CausalLM, kinds: list[str]) -> list[str]:
-    """Each cost timed where decoding meets it: after a pass through every layer (core/act.check_cost)."""
+    """Each cost timed where decoding meets it: after a pass through every layer (core/specbound/annealing.check_cost)."""
     cache = lm.new_cache(300)
     lm.forward(list(range(1, 257)), list(range(256)), cache)
 

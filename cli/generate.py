@@ -15,13 +15,13 @@ import sys
 
 from cli.common import (OneLineParser, add_common_args, announce_drafters, drafter_knobs, fail, method_knobs,
                         run_main)
-from core.auto_budget import AutoMemory
-from core.chat import ChatError, prepare_prompt, resolve_chat
-from core.cost_model import measure
-from core.drafter_loading import HeadLoadError, drafter_factory
+from core.auto.budget import AutoMemory
+from core.auto.cost_model import measure_costs
+from core.drafter_registry import HeadLoadError, drafter_factory
 from core.engine import Session
-from core.loading import ModelLoadError, load_model
 from core.methods import METHODS, build_method
+from core.model.chat import ChatError, prepare_prompt, resolve_chat
+from core.model.loading import ModelLoadError, load_model
 from core.prompts import check_prompt_chars, max_prompt_chars, read_prompts
 from core.sampling import SamplingConfig
 
@@ -64,7 +64,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session], bool]:
     make = drafter_factory(args.drafter, target, args.draft, args.device, drafter_knobs(args)) if method.needs_draft else lambda: None
     chat = resolve_chat(args.chat, target.tokenizer)
     if getattr(method, "auto", False):  # the cost curves before any prompt is timed, saying so
-        measure(target, make(), progress=lambda line: print(line, file=sys.stderr, flush=True))
+        measure_costs(target, make(), progress=lambda line: print(line, file=sys.stderr, flush=True))
     limit = max_prompt_chars(target.max_context)
     sessions = []
     for n, r in enumerate(rows, start=1):

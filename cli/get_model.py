@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 from cli.common import fail, run_main
-from core.real_models import REAL_MODELS, RealModel, complete, model_dir
+from core.model.real_models import REAL_MODELS, RealModel, complete, model_dir
 
 
 def sha256(path: Path) -> str:

@@ -11,8 +11,8 @@ import math
 import platform
 from pathlib import Path
 
-from core.loading import ASSETS
 from cli.common import run_main
+from core.model.loading import ASSETS
 
 KEEP_FROM = "## Exit heads"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
 
 
 @dataclass

@@ -14,7 +14,7 @@ plus `--hard-weight` times the cross-entropy to its greedy choice, weighted 0.8^
 The draft vocabulary is the `--draft-vocab` most frequent target tokens of the training text; a token
 outside it cannot be drafted (verification stays exact either way). Resumable from --work; the data
 order depends only on seed and step. On a CPU it runs in fp32: bf16 autocast made this one-layer head's
-masked attention and its backward ~10x slower here.
+masked attention and its backward several times slower (docs/app.md, "Measurements behind the code").
 """
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from core.eagle3 import EagleConfig, EagleHead, feature_layers
-from core.eagle3_io import load_head, save_head
 from cli.eagle3_batches import Features, ttt_mask
 from cli.eagle3_batches import unrolled as unrolled_features
-from cli.train_utils import autocast, batch, corpus, set_lr, write_card
-from core.real_models import resolve
-from core.device import pick_device
 from cli.common import run_main
+from cli.train_utils import autocast, batch, corpus, set_lr, write_card
+from core.eagle3.head import EagleConfig, EagleHead, feature_layers
+from core.eagle3.loading import load_head, save_head
+from core.model.device import pick_device
+from core.model.real_models import resolve
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
 CARD_START = "## EAGLE-3 draft head"  # after the exit-heads section, which cli/model_card.py keeps

@@ -29,10 +29,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from cli.common import run_main
 from cli.corpus import source_files, split
 from cli.train_utils import autocast, batch, encode_texts, heldout_metrics, set_lr
-from core.device import pick_device
-from cli.common import run_main
+from core.model.device import pick_device
 
 EOT = "<|endoftext|>"
 HISTORY: dict[str, list[dict]] = {}  # filled by run_training, written to metrics.json

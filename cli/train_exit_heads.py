@@ -3,7 +3,7 @@
     python -m cli.train_exit_heads --model PATH_OR_HUB_ID --text FILE [--out DIR] [--steps 300] [--seed 0]
     python -m cli.train_exit_heads --model assets/models/target --stdlib --card assets/models/README.md
 
-The base model stays frozen; each head (see core/exit_heads.py) learns KL(p_L || q_ℓ) on random
+The base model stays frozen; each head (see core/model/exit_heads.py) learns KL(p_L || q_ℓ) on random
 windows of the text, where p_L is the model's own next-token distribution. The last 10% of a
 --text file (or, with --stdlib, the held-out files of cli/corpus.py) is held out to report each
 layer's top-1 agreement with the final layer, beside the untrained logit lens for reference.
@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
+from cli.common import run_main
 from cli.exit_data import TrainResult, fit_per_layer, head_training_parser, load_training_data, teacher
 from cli.train_utils import write_card
-from core.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
-from core.model import CausalLM
-from cli.common import run_main
+from core.model.causal_lm import CausalLM
+from core.model.exit_heads import ExitHeads, fingerprint, heads_dir, save_heads, save_token_order
 
 CARD_START = "## Exit heads (SpecBound)"  # cli/model_card.py keeps the card from "## Exit heads" on
 CARD_END = "<!-- end of the exit-heads section, written by cli/train_exit_heads.py -->"

@@ -1,5 +1,5 @@
 """Train SpecBound's per-layer exit heads the paper's way: a light LM head of its own for every layer ℓ < L,
-on the frozen model, over the V_h most frequent tokens of the training text (core/layer_heads.py).
+on the frozen model, over the V_h most frequent tokens of the training text (core/model/layer_heads.py).
 
     python -m cli.train_layer_heads --model PATH_OR_HUB_ID --text FILE [--out DIR] [--steps 1500]
     python -m cli.train_layer_heads --model assets/models/target --stdlib --card assets/models/README.md
@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from cli.common import run_main
 from cli.exit_data import TrainResult, fit_per_layer, head_training_parser, load_training_data, teacher
 from cli.train_utils import write_card
-from core.exit_heads import fingerprint, heads_dir, save_token_order, token_order
-from core.layer_heads import LayerHeads, save_layer_heads
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
+from core.model.exit_heads import fingerprint, heads_dir, save_token_order, token_order
+from core.model.layer_heads import LayerHeads, save_layer_heads
 
 CARD_START = "## Per-layer exit heads (SpecBound, the paper's kind)"
 CARD_END = "<!-- end of the per-layer exit-heads section, written by cli/train_layer_heads.py -->"

@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from cli.train_utils import autocast, batch, corpus, set_lr
-from core.device import pick_device
 from cli.common import run_main
+from cli.train_utils import autocast, batch, corpus, set_lr
+from core.model.device import pick_device
 
 ROTATION = 4  # layers get the early-exit loss every so many steps, in turn
 

@@ -1,5 +1,5 @@
 """Small helpers shared by the trainers: autocast, batches, the encoded corpus, held-out evaluation, model-card
-sections (device choice: core.device)."""
+sections (device choice: core.model.device)."""
 from __future__ import annotations
 
 import contextlib

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 
 import torch
 
-from core.ar import ARMethod
-from core import knobs
-from core.engine import Session
-from core.loading import DEFAULT_TARGET, load_model
-from core.metrics import modelled_r, speedup
-from core.prompts import ASSET_PROMPTS, read_prompts
-from core.exit_heads import heads_for, store_exit_layers
-from core.specbound import build_specbound_method
 from cli.common import run_main
+from core import knobs
+from core.ar import ARMethod
+from core.engine import Session
+from core.metrics import modelled_r, speedup
+from core.model.exit_heads import heads_for, store_exit_layers
+from core.model.loading import DEFAULT_TARGET, load_model
+from core.prompts import ASSET_PROMPTS, read_prompts
+from core.specbound.method import build_specbound_method
 
 
 NAMES = [k.name for k in knobs.METHOD_KNOBS["specbound"]]

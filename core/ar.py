@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.engine import Session, Timer
-from core.sampling import choose, probs
+from core.sampling import next_token, probs
 from core.trace import ROOT, StepTrace, TargetChoice
 
 
@@ -25,7 +25,7 @@ class ARMethod:
             logits = s.target.forward(pending, range(start, start + len(pending)), s.tcache).logits[-1]  # (V,)
             # 2. the target's own choice, from exactly the distribution verification uses
             dist = probs(logits, s.sampling)
-            tok = choose(logits, dist, s.sampling, s.gen)
+            tok = next_token(logits, dist, s.sampling, s.gen)
         choice = TargetChoice(ROOT, tok, s.text_of(tok), float(dist[tok]))
         # 3. commit
         return s.step_trace(s.commit([tok]), verify_ms=t.ms, target_forwards=1, choices=[choice])

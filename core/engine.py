@@ -13,15 +13,19 @@ the text, traces and random state are as before it and the caches are rebuilt on
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from core.drafters import Drafter
-from core.kv_cache import KVCache
-from core.model import CausalLM
+from core.drafters.contract import Drafter
+from core.model.causal_lm import CausalLM
+from core.model.kv_cache import KVCache
 from core.sampling import SamplingConfig
 from core.trace import GenerationResult, StepTrace
+
+if TYPE_CHECKING:
+    from core.auto.budget import AutoState
 
 
 class SessionError(ValueError):
@@ -36,6 +40,13 @@ class Method(Protocol):
     def prepare(self, s: "Session") -> None: ...  # once, when the session is built: work no step should time
 
     def step(self, s: "Session") -> StepTrace: ...  # commits through s.commit, returns s.step_trace(...)
+
+
+@dataclass
+class MethodState:
+    """What a method keeps between one session's steps: per session, so two visitors never share it."""
+    auto: AutoState | None = None  # `auto`'s schedule and predictor (core/auto/budget.py), from TreeMethod.prepare
+    mu: float | None = None  # the adaptive schedule's gate ratio μ for the next step (core/trees/mu_schedule.py)
 
 
 def sync(device: torch.device) -> None:
@@ -64,7 +75,7 @@ class Session:
                  sampling: SamplingConfig = SamplingConfig(), max_new_tokens: int = 64,
                  draft: Drafter | None = None) -> None:
         """draft: for methods that draft, a Drafter made for this session (it holds this session's draft caches;
-        core/drafter_loading.drafter_factory makes them, one per session)."""
+        core/drafter_registry.drafter_factory makes them, one per session)."""
         try:
             sampling.validate()
         except ValueError as exc:
@@ -94,7 +105,7 @@ class Session:
         self.gen = torch.Generator(device=target.device).manual_seed(sampling.seed)
         self.tcache: KVCache | None = None  # allocated by the first step, so building a session is cheap
         self.prefill_ms = 0.0
-        self.state: dict[str, object] = {}  # per-session state a method keeps between steps (e.g. `auto`)
+        self.state = MethodState()
         # caches hold what this session can reach, plus what one step may write beyond it
         reach = min(target.max_context, len(self.prompt_ids) + max_new_tokens)
         self.cache_len = reach + getattr(method, "scratch", 64)

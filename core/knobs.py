@@ -112,9 +112,9 @@ SHAPE_T = Knob("shape_temperature", "T_shape (shaping temperature)", float, 1.0,
                "logits: below 1 sharpens a flat q so the gate goes deeper. Ours, not the paper's; verification is "
                "untouched.")
 MU_SCHEDULE = Knob("mu_schedule", "μ schedule", str, "fixed", "fixed: μ as set; adaptive: μ moved after every "
-                   "verification by what it returned (core/mu_schedule.py; " + "ours, not the paper's" + ")",
+                   "verification by what it returned (core/trees/mu_schedule.py; " + "ours, not the paper's" + ")",
                    slider=False)
-AUTO = Knob("auto", "auto", int, 0, "choose N per step from the measured cost curve (core/auto_budget.py)", 0, 1,
+AUTO = Knob("auto", "auto", int, 0, "choose N per step from the measured cost curve (core/auto/budget.py)", 0, 1,
             on_cli=False, slider=False)
 
 OURS = "ours, not the paper's"
@@ -169,18 +169,18 @@ METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
     "talon": (N, K, MU, K_INIT, SHAPE_T, AUTO, MU_SCHEDULE),
     "specbound": (ALPHA, TAU_EXIT, D_MAX, W_MAX, MIN_EXIT, EXIT_LAYERS, EXIT_VOCAB, EXIT_HEADS),
 }
-DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,)}  # knobs a drafter reads (core/drafter_loading.py)
+DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,)}  # knobs a drafter reads (core/drafter_registry.py)
 SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
 ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in (*METHOD_KNOBS.values(), *DRAFTER_KNOBS.values()) for k in ks}
 
 # Named settings. paper: the papers' (= the declared defaults; SpecBound checks at every layer from the first over
 # the heads' whole vocabulary; its α, τ_exit, d_max and w_max are ours, since the paper gives none: they are
-# tuned per task, here by README's "SpecBound" sweep on the per-layer heads). embedded: the best tree measured
-# on the embedded pair (README, "Presets"): on a CPU a tree's verification costs about linearly in its size, so
-# the fastest tree is small, and a small budget pays only when it goes deep. auto: that shape with N chosen per
-# step for this machine (core/auto_budget.py), N here only its cap. fast: SpecBound with the exit-layer set
-# stored with the heads (measured fastest) over a reduced exit vocabulary, a higher τ_exit and a shallower d_max
-# (README, "SpecBound"). A preset sets the knobs it names; the others keep their defaults.
+# tuned per task, here by a sweep on the per-layer heads). embedded: the best tree measured on the embedded pair:
+# on a CPU a tree's verification costs about linearly in its size, so the fastest tree is small, and a small
+# budget pays only when it goes deep. auto: that shape with N chosen per step for this machine
+# (core/auto/budget.py), N here only its cap. fast: SpecBound with the exit-layer set stored with the heads
+# (measured fastest) over a reduced exit vocabulary, a higher τ_exit and a shallower d_max. A preset sets the
+# knobs it names; the others keep their defaults. The runs that chose each: docs/bench/ (Presets, SpecBound).
 _TREE = (N, K, MU, K_INIT, DEPTH, SHAPE_T)
 _SB = tuple(k for k in METHOD_KNOBS["specbound"] if k is not EXIT_HEADS)  # both presets exit through the default heads
 _PAPER = {k.name: k.default for k in _TREE + _SB}
@@ -228,7 +228,7 @@ def preset_knobs(name: str) -> dict:
 
 def drafter_options(drafter: str, given: dict[str, Any]) -> dict[str, Any]:
     """The knobs a drafter reads as given, the declared default where not: the drafter checks them against the
-    model it drafts for (e.g. ℓ_self against the target's L, core/self_drafter.py)."""
+    model it drafts for (e.g. ℓ_self against the target's L, core/drafters/self_drafter.py)."""
     return {k.name: given[k.name] if given.get(k.name) is not None else k.default for k in DRAFTER_KNOBS.get(drafter, ())}
 
 

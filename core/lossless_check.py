@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 
 from core.engine import Session
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
 
 EPS = 1e-4
 MAX_NEAR_TIE_SHARE = 0.05  # near-ties are rare; a run full of them would hide a real bug behind the rule

@@ -13,9 +13,9 @@ def build_method(name: str, **knobs) -> Method:
     if name == "ar":
         return ARMethod()
     if name in ("chain", "static", "talon"):
-        from core.tree_method import build_tree_method
+        from core.trees.method import build_tree_method
         return build_tree_method(name, **knobs)
     if name == "specbound":
-        from core.specbound import build_specbound_method
+        from core.specbound.method import build_specbound_method
         return build_specbound_method(**knobs)
     raise ValueError(f"unknown method '{name}' (choose from {', '.join(METHODS)})")

@@ -12,7 +12,7 @@ import random
 import statistics
 from dataclasses import dataclass, field
 
-from core.compat import PositionTally
+from core.eagle3.readout import PositionTally
 from core.trace import StepTrace
 
 RESAMPLES = 200  # bootstrap draws for the speed-up's spread (seeded: the same run shows the same spread)
@@ -238,7 +238,7 @@ def mean_baseline(passes: list[Baseline]) -> Baseline:
 
 
 def curve_r(traces: list[StepTrace], cost) -> float | None:
-    """The modelled speed-up with this machine's measured costs (a core.cost_model.CostModel): each step's
+    """The modelled speed-up with this machine's measured costs (a core.auto.cost_model.CostModel): each step's
     verification as the curve's t_verify(nodes + 1) and each draft forward as t_draft(its frontier), against
     AR's t_verify(1) per token. R = τ/(1 + cδ) assumes a verification costs one forward whatever its size; on a
     CPU it does not, and this says by how much. None without a curve or for steps that grew no tree
@@ -302,7 +302,7 @@ class DepthAcceptance:
 
 def acceptance_by_depth(traces: list[StepTrace]) -> list[DepthAcceptance]:
     """Per depth d (0 = the first drafted token), over the steps whose tree reached d, the share whose
-    accepted path got through it (the counts are the compatibility readout's, core/compat.py), beside
+    accepted path got through it (the counts are the compatibility readout's, core/eagle3/readout.py), beside
     Σp(u)'s prediction (a calibrated drafter has the two equal; `auto` models the same numbers)."""
     tally = PositionTally()
     tally.add(traces)

@@ -47,7 +47,7 @@ def probs(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
     return top_p_filter(torch.softmax(logits / cfg.temperature, -1), cfg.top_p)
 
 
-def choose(logits: torch.Tensor, dist: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator) -> int:
+def next_token(logits: torch.Tensor, dist: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator) -> int:
     """Greedy argmax of the logits, or one draw from `dist` (V,)."""
     if cfg.greedy:
         return int(logits.argmax())

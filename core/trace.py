@@ -82,7 +82,7 @@ class AutoChoice:
     N: int
     reason: str
     predicted: list[tuple[int, float]] = field(default_factory=list)  # (N, predicted tokens/s)
-    T_shape: float | None = None  # the shaping temperature fitted to the run (core/shape_calibration.py)
+    T_shape: float | None = None  # the shaping temperature fitted to the run (core/auto/shape_calibration.py)
 
 
 @dataclass
@@ -94,7 +94,7 @@ class TreeStep:
     # and shape_temperature, the T_shape the tree saw (verification is untouched)
     nodes: int = 0  # drafted nodes in the verified tree
     t_nll: list[float] = field(default_factory=list)  # auto: Σ −log softmax(z/T)[target's choice] per T of
-    # core.shape_calibration.T_GRID, over this step's choices where the drafter's z was computed
+    # core.auto.shape_calibration.T_GRID, over this step's choices where the drafter's z was computed
     t_nll_rows: int = 0  # how many choices that sum is over
     residual: bool = False  # sampled chain: the bonus came from the residual max(0, p − q)
     mu_schedule: str = "fixed"  # TALON: fixed, or adaptive (knobs["mu"] is then the μ this step used)

@@ -63,9 +63,9 @@ def verify_tree(children: dict[int, dict[int, int]], logits: torch.Tensor, p: to
     descend, otherwise x is the bonus token and the step ends. Children are chosen
     deterministically (Top-K / gate), so every committed token is exactly a draw from p.
     """
-    at, path, choices = -1, [], []
+    at, path, choices = ROOT, [], []
     while True:
-        row = at + 1
+        row = at + 1  # ROOT's row is 0
         x = int(logits[row].argmax()) if greedy else draw(p[row], gen)
         choices.append((at, x, float(p[row, x])))
         nxt = children.get(at, {}).get(x)

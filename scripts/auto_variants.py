@@ -6,7 +6,7 @@ machine noise hits every row alike.
         --variants "auto;NUDGE_EVERY=8;NUDGE_EVERY=16,CALIBRATE_EVERY=8;N=4;N=6;N=8"
 
 A variant is `auto` (its settings as declared), `N=n` (a fixed budget at the embedded preset's shape, T_shape
-from --shape-temperature), or comma-separated name=value changes to auto's settings (core/auto_config.py;
+from --shape-temperature), or comma-separated name=value changes to auto's settings (core/auto/config.py;
 upper case works too: NUDGE_EVERY=8), each variant its own AutoConfig and its own memory across prompts.
 """
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.auto_budget import AutoMemory  # noqa: E402
-from core.auto_config import DEFAULT, AutoConfig  # noqa: E402
-from core.drafter_loading import drafter_factory  # noqa: E402
+from core.auto.budget import AutoMemory  # noqa: E402
+from core.auto.config import DEFAULT, AutoConfig  # noqa: E402
+from core.drafter_registry import drafter_factory  # noqa: E402
 from core.engine import Session  # noqa: E402
 from core.knobs import preset_knobs  # noqa: E402
-from core.loading import DEFAULT_TARGET, load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402
+from core.model.loading import DEFAULT_TARGET, load_model  # noqa: E402
 from core.prompts import read_prompts  # noqa: E402
 from core.sampling import SamplingConfig  # noqa: E402
 

@@ -32,7 +32,7 @@ if [[ "$DEVICE" == cuda* ]]; then
 fi
 python - "$DEVICE" <<'PY' || exit 2
 import sys
-from core.device import pick_device
+from core.model.device import pick_device
 try:
     print("device:", pick_device(sys.argv[1]))
 except ValueError as exc:

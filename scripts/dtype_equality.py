@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.drafter_registry import DRAFTERS  # noqa: E402
+from core.drafter_registry import HeadLoadError, drafter_factory  # noqa: E402
 import core.lossless_check as eq  # noqa: E402
-from core.chat import CHAT_MODES, prepare_prompt  # noqa: E402
-from core.drafter_loading import HeadLoadError, drafter_factory  # noqa: E402
-from core.drafter_loading import DRAFTERS  # noqa: E402
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402
+from core.model.chat import CHAT_MODES, prepare_prompt  # noqa: E402
+from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, load_model  # noqa: E402
 from core.prompts import ASSET_PROMPTS, read_prompts  # noqa: E402
 
 KNOBS = {"chain": {"gamma": 5}, "static": {"N": 16, "K": 4, "depth": 4},
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
     ap.add_argument("--drafter", default="model", choices=DRAFTERS, help="chain / static / talon's drafter")
     ap.add_argument("--draft", default=None, help="the drafter's weights (default: embedded)")
-    ap.add_argument("--chat", default="auto", choices=CHAT_MODES, help="the target's chat template (core/chat.py)")
+    ap.add_argument("--chat", default="auto", choices=CHAT_MODES, help="the target's chat template (core/model/chat.py)")
     ap.add_argument("--prompt-file", default=str(ASSET_PROMPTS), help="JSON lines {\"prompt\": ...}")
     ap.add_argument("--methods", default="chain,talon,specbound", help=f"of {', '.join(KNOBS)}")
     args = ap.parse_args(argv)

@@ -1,5 +1,5 @@
 """Which kernel computes the target's products on this CPU for each row count, measured now (not read from the
-cache): the table behind the plan core/linear_kernels.py keeps for a day.
+cache): the table behind the plan core/model/linear_kernels.py keeps for a day.
 
     OMP_NUM_THREADS=1 python scripts/kernel_plan.py [--model assets/models/target] [--reps 5]
 
@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from core.linear_kernels import SIZES, candidates, describe_ms, measure_plan  # noqa: E402
-from core.loading import DEFAULT_TARGET, load_model  # noqa: E402
+from core.model.linear_kernels import SIZES, candidates, describe_ms, measure_plan  # noqa: E402
+from core.model.loading import DEFAULT_TARGET, load_model  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

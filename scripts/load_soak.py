@@ -156,7 +156,7 @@ def fresh_sessions(server: Server, prompts: list[str], n: int, max_new: int, lim
 def soak(url: str, prompt_tokens: int, max_new: int) -> bool:
     """Step one long prompt until the run stops, like Play; compare with AR decoding in this process."""
     from core.engine import Session
-    from core.loading import DEFAULT_TARGET, load_model
+    from core.model.loading import DEFAULT_TARGET, load_model
     from core.methods import build_method
     target = load_model(DEFAULT_TARGET, "cpu")
     text = "\n".join(r["prompt"] for r in read_prompts(ASSET_PROMPTS))

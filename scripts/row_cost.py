@@ -10,7 +10,7 @@ tokens is free here. Each cell is the median of 7 timings of 400 calls, all shap
 The second table times what a forward does instead: every layer's products in turn, so the weights stream from
 memory rather than sit in cache, through F.linear on the weight as loaded ((out, in) row-major), through
 F.linear on the same weight stored column by column (only the strides differ: the engine's CPU layout until
-2026-12-05), through a copy stored as (in, out) (`x @ Wt`), and through the two kernels core/linear_kernels.py
+2026-12-05), through a copy stored as (in, out) (`x @ Wt`), and through the two kernels core/model/linear_kernels.py
 may choose instead of F.linear (W·xᵀ; oneDNN over a prepacked copy), in ms for all of them together.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from core.linear_kernels import NARROW, PACKED, Product, packed_available  # noqa: E402
-from core.loading import DEFAULT_TARGET, load_model  # noqa: E402
+from core.model.linear_kernels import NARROW, PACKED, Product, packed_available  # noqa: E402
+from core.model.loading import DEFAULT_TARGET, load_model  # noqa: E402
 
 
 def shapes(lm) -> list[tuple[str, torch.Tensor]]:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.drafter_loading import drafter_factory  # noqa: E402
+from core.drafter_registry import drafter_factory  # noqa: E402
 from core.engine import Session  # noqa: E402
-from core.loading import load_model  # noqa: E402
 from core.methods import build_method  # noqa: E402
+from core.model.loading import load_model  # noqa: E402
 from core.prompts import ASSET_PROMPTS, read_prompts  # noqa: E402
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core import knobs as core_knobs  # noqa: E402
-from core.cost_cache import fingerprint  # noqa: E402
 from core.metrics import pooled_spread  # noqa: E402
+from core.model.cost_cache import fingerprint  # noqa: E402
 from ui.baseline import full_ar_pass  # noqa: E402
 from ui.config import RunConfig  # noqa: E402
 from ui.examples import example_prompts  # noqa: E402
@@ -28,7 +28,7 @@ from ui.preset_line import BENCH  # noqa: E402
 from ui.run import Run  # noqa: E402
 
 
-def measure(method: str, preset: str, prompts: list[str], max_new: int) -> dict:
+def time_preset(method: str, preset: str, prompts: list[str], max_new: int) -> dict:
     knobs = core_knobs.resolve(method, {"preset": preset})
     runs, before, after = [], [], []
     for prompt in prompts:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=str(BENCH))
     args = ap.parse_args(argv)
     prompts = list(example_prompts()[: args.prompts])
-    views = {view: [measure(view, p, prompts, args.max_new_tokens) for p in core_knobs.presets_for(view)
+    views = {view: [time_preset(view, p, prompts, args.max_new_tokens) for p in core_knobs.presets_for(view)
                     if not core_knobs.PRESETS[p].get("auto")]  # auto's N changes per step: its own measurements
              for view in ("talon", "specbound")}
     Path(args.out).write_text(json.dumps({"machine": fingerprint("cpu"), "views": views}, indent=1) + "\n")

@@ -10,10 +10,10 @@ import pytest
 
 import core.lossless_check
 import tests.tiny_models
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, load_model, pick_dtype
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
+from core.model.device import pick_device
+from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, load_model, pick_dtype
 from core.prompts import ASSET_PROMPTS, read_prompts
-from core.device import pick_device
 
 TEST_DEVICE = os.environ.get("SPECSCOPE_TEST_DEVICE", "cpu")
 TEST_DTYPE = os.environ.get("SPECSCOPE_TEST_DTYPE", "auto")

@@ -2,11 +2,12 @@
 small trees where verification costs grow with size (CPU-like) and large where they do not (GPU-like)."""
 import pytest
 
-from core.auto_budget import AutoMemory, AutoState
-from core.auto_config import DEFAULT
-from core.auto_replay import replay_of, tau_of
-from core.cost_model import CostModel
-from core.drafters import LookupDrafter, ModelDrafter
+from core.auto.budget import AutoMemory, AutoState
+from core.auto.config import DEFAULT
+from core.auto.cost_model import CostModel
+from core.auto.replay import replay_of, tau_of
+from core.drafters.draft_lm import ModelDrafter
+from core.drafters.lookup import LookupDrafter
 from core.engine import Session
 from core.methods import build_method
 from core.trace import AutoChoice, DraftNode, StepTrace
@@ -46,7 +47,7 @@ def test_n_moves_a_bounded_step_towards_what_pays():
     resting, used = [8], []
     for i in range(3 * EXPLORE_EVERY):  # every tree is accepted whole: bigger trees pay on flat costs
         state.observe(chain_trace(n, n, index=i, costs=state.predictor.cost))
-        n = state.choose().N
+        n = state.choose_budget().N
         used.append(n)
         resting.append(state.N)
     moves = [GRID.index(b) - GRID.index(a) for a, b in zip(resting, resting[1:])]
@@ -73,7 +74,7 @@ def test_a_survey_finds_a_budget_a_walk_down_would_miss():
     assert state.N == 8 and state.survey > 12
     used = []
     for i in range(SURVEY_STEPS + 1):
-        used.append(state.choose().N)
+        used.append(state.choose_budget().N)
         state.observe(two_level_trace(used[-1], i, state.predictor.cost))
     assert used == [state.survey] * SURVEY_STEPS + [12]
 
@@ -113,7 +114,7 @@ def test_n_shrinks_when_deep_nodes_are_never_accepted_on_a_cpu_like_curve():
     state.survey = 0
     for i in range(2 * NUDGE_EVERY + 1):  # two decisions, the second on enough trees
         state.observe(chain_trace(n, 1, q=0.5, index=i, costs=state.predictor.cost))
-        n = state.choose().N
+        n = state.choose_budget().N
     assert state.N < 32
 
 
@@ -139,7 +140,7 @@ def test_a_session_carries_on_where_the_last_one_rested_only_with_a_memory():
     for i in range(3):
         first.observe(chain_trace(16, 4, index=i))
     second = AutoState.start(cost(flat=False), 96, memory=memory, key="test-setup")
-    assert second.N == 16 and len(second.predictor.recent) == 3 and second.choose().N != second.survey
+    assert second.N == 16 and len(second.predictor.recent) == 3 and second.choose_budget().N != second.survey
     assert not AutoState.start(cost(flat=False), 96, memory=memory, key="other-setup").predictor.recent
     assert not AutoState.start(cost(flat=False), 96, key="test-setup").predictor.recent  # the app: no memory
 
@@ -161,13 +162,13 @@ def test_the_curves_are_the_forwards_of_each_truncated_tree():
 
 def test_auto_measures_its_cost_curves_when_the_session_is_built_not_in_a_step(monkeypatch, tmp_path):
     """On a machine with no cached curves the measurement happens before the first step, outside its timing."""
-    import core.cost_model
+    import core.auto.cost_model
     from tests.tiny_models import tiny_lm
-    monkeypatch.setattr(core.cost_model, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(core.cost_model, "_MEMO", {})
+    monkeypatch.setattr(core.auto.cost_model, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(core.auto.cost_model, "_MEMO", {})
     events = []
-    real_curve = core.cost_model._verify_curve
-    monkeypatch.setattr(core.cost_model, "_verify_curve", lambda *a: (events.append("measure"), real_curve(*a))[1])
+    real_curve = core.auto.cost_model._verify_curve
+    monkeypatch.setattr(core.auto.cost_model, "_verify_curve", lambda *a: (events.append("measure"), real_curve(*a))[1])
     target, draft = tiny_lm("llama", seed=0), tiny_lm("llama", seed=7, num_hidden_layers=1)
     s = Session(target, build_method("talon", preset="auto"), [5, 17, 33, 8], max_new_tokens=12,
                 draft=ModelDrafter(draft))

@@ -1,8 +1,8 @@
 import pytest
 """Greedy chain speculative decoding reproduces greedy AR decoding token for token."""
-from core.methods import build_method
+from core.drafters.draft_lm import ModelDrafter
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
-from core.drafters import ModelDrafter
+from core.methods import build_method
 
 
 @pytest.mark.slow

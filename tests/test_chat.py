@@ -1,4 +1,4 @@
-"""Chat templates (core/chat.py, --chat): the ids are exactly apply_chat_template(add_generation_prompt=True)'s,
+"""Chat templates (core/model/chat.py, --chat): the ids are exactly apply_chat_template(add_generation_prompt=True)'s,
 off is the raw prompt, and every method still equals AR on templated prompts (greedy)."""
 import copy
 import json
@@ -7,12 +7,12 @@ import os
 import pytest
 
 from cli import bench, generate
-from core.chat import ChatError, prepare_prompt, resolve_chat
+from core.drafters.draft_lm import ModelDrafter
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
-from core.loading import DEFAULT_TARGET
 from core.methods import build_method
-from core.model import CausalLM
-from core.drafters import ModelDrafter
+from core.model.causal_lm import CausalLM
+from core.model.chat import ChatError, prepare_prompt, resolve_chat
+from core.model.loading import DEFAULT_TARGET
 
 # a small ChatML-like template (the embedded tokenizer has none), trimming the content as Llama 3's does
 CHATML = ("{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | trim }}<|im_end|>\n"

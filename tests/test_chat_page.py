@@ -7,11 +7,11 @@ import os
 import gradio as gr
 import pytest
 
-from core.chat import prepare_prompt
 from core.engine import Session
 from core.lossless_check import Report, assert_equivalent, compare_tokens
-from core.loading import DEFAULT_TARGET
 from core.methods import build_method
+from core.model.chat import prepare_prompt
+from core.model.loading import DEFAULT_TARGET
 from ui import handlers as h
 
 from tests.handler_helpers import sb_step, step
@@ -53,7 +53,7 @@ def test_a_template_wraps_the_prompt_and_the_page_greys_it(chat, chat_embedded, 
 
 
 def run_tokenizer(folder: str):
-    from core.loading import load_model
+    from core.model.loading import load_model
     return load_model(folder, "cpu").tokenizer
 
 

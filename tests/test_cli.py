@@ -90,18 +90,17 @@ def test_bad_input_exits_2_with_one_line(case, expect, tmp_path, prompts, capsys
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["cli.generate", "core.generate"])  # core.generate: the documented name
-def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path, module):
-    proc = subprocess.run([sys.executable, "-m", module, "--method", "chain", "--prompts",
+def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "cli.generate", "--method", "chain", "--prompts",
                            str(tmp_path / "missing.jsonl")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: prompts file not found: {tmp_path / 'missing.jsonl'}"]
 
 
 @pytest.mark.slow
-def test_core_generate_keeps_its_output_contract(prompts):
-    """`python -m core.generate` (the name scripts use) still prints one JSON line per prompt."""
-    proc = subprocess.run([sys.executable, "-m", "core.generate", "--method", "ar", "--prompts", str(prompts),
+def test_cli_generate_keeps_its_output_contract(prompts):
+    """`python -m cli.generate` in a real process prints one JSON line per prompt."""
+    proc = subprocess.run([sys.executable, "-m", "cli.generate", "--method", "ar", "--prompts", str(prompts),
                            "--max-new-tokens", "3"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from cli import bench, generate
-from core.compat import WARNING, PositionTally, compat_readout, readout
+from core.eagle3.readout import WARNING, PositionTally, compat_readout, readout
 from core.trace import ROOT, DraftNode, StepTrace
 
 HEAD = {"dialect": "SpecForge", "taps": [2, 6, 9], "tap_rule": "eagle_config+1", "draft_vocab": 4}

@@ -3,11 +3,10 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from core.compiled_layer import compile_layers
+from core.drafters.self_drafter import SelfDrafter
 from core.engine import Session
-from core.exit_heads import logit_lens
 from core.methods import build_method
-from core.self_drafter import SelfDrafter
+from core.model.exit_heads import logit_lens
 from tests.tiny_models import tiny_lm
 
 PROMPT = [4, 9, 13, 2, 7, 4, 9]
@@ -32,7 +31,7 @@ def fresh_dynamo():
 def test_the_compiled_halves_compute_each_familys_layer(family, fresh_dynamo):
     lm = tiny_lm(family, seed=1, num_hidden_layers=4)
     eager = prefill_then_step(lm)
-    compile_layers(lm, warm=False)
+    lm.compile_layers(warm=False)
     compiled = prefill_then_step(lm)
     assert counters["stats"]["unique_graphs"] >= 2  # both halves ran compiled, not eager
     torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-4)
@@ -43,7 +42,7 @@ def test_the_compiled_halves_compute_each_familys_layer(family, fresh_dynamo):
 def test_every_method_on_the_compiled_layers_equals_ar(fresh_dynamo):
     lm = tiny_lm("llama", seed=1, num_hidden_layers=4)
     eager_ar = Session(lm, build_method("ar"), PROMPT, max_new_tokens=24).generate().output_ids
-    compile_layers(lm)
+    lm.compile_layers()
     assert lm.compiled.compile_s > 0
     ar = Session(lm, build_method("ar"), PROMPT, max_new_tokens=24).generate().output_ids
     assert ar == eager_ar
@@ -59,5 +58,5 @@ def test_every_method_on_the_compiled_layers_equals_ar(fresh_dynamo):
 def test_a_model_without_silu_is_refused_in_one_line():
     lm = tiny_lm("llama", seed=1, num_hidden_layers=2, hidden_act="gelu")
     with pytest.raises(ValueError, match="SiLU MLPs only"):
-        compile_layers(lm)
+        lm.compile_layers()
     assert lm.compiled is None

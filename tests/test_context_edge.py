@@ -3,7 +3,7 @@ midway leaves the session as it was (the next step works and the text still equa
 import pytest
 
 from core.ar import ARMethod
-from core.drafter_loading import drafter_factory
+from core.drafter_registry import drafter_factory
 from core.engine import Session
 from core.methods import build_method
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-import core.cost_model as cm
-import core.exit_heads
-from core import cost_cache
-from core.drafters import LookupDrafter
+import core.auto.cost_model as cm
+from core.drafters.lookup import LookupDrafter
+from core.model import cost_cache
+import core.model.exit_heads
 from core.paths import cache_home
 from tests.tiny_models import tiny_lm
 
@@ -38,36 +38,36 @@ def stored(tmp_path) -> dict:
 
 
 def test_a_kept_curve_serves_until_it_is_a_day_old(target, counted, tmp_path, monkeypatch):
-    first = cm.measure(target, drafter(target))
+    first = cm.measure_costs(target, drafter(target))
     assert counted == ["measure"] and first.measured_at > 0 and first.fingerprint
-    assert cm.measure(target, drafter(target)) is first and counted == ["measure"]  # from memory
+    assert cm.measure_costs(target, drafter(target)) is first and counted == ["measure"]  # from memory
     monkeypatch.setattr(cm, "_MEMO", {})
-    assert cm.measure(target, drafter(target)).verify_ms == first.verify_ms and counted == ["measure"]  # from disk
+    assert cm.measure_costs(target, drafter(target)).verify_ms == first.verify_ms and counted == ["measure"]  # from disk
     data = stored(tmp_path)
     data["measured_at"] -= cost_cache.DEFAULT_MAX_AGE_S + 1  # a day and a second ago
     next(tmp_path.glob("cost-*.json")).write_text(json.dumps(data))
     monkeypatch.setattr(cm, "_MEMO", {})
-    cm.measure(target, drafter(target))
+    cm.measure_costs(target, drafter(target))
     assert counted == ["measure", "measure"]  # expired on disk: measured again
     monkeypatch.setenv("SPECSCOPE_COST_MAX_AGE_S", "0")
-    cm.measure(target, drafter(target))
+    cm.measure_costs(target, drafter(target))
     assert counted == ["measure"] * 3  # and in memory too
 
 
 def test_a_curve_from_another_machine_is_measured_again(target, counted, tmp_path, monkeypatch):
-    cm.measure(target, drafter(target))
+    cm.measure_costs(target, drafter(target))
     data = stored(tmp_path)
     data["fingerprint"] = "another CPU · 64 cpus · 64 threads · torch 0.0"
     next(tmp_path.glob("cost-*.json")).write_text(json.dumps(data))
     monkeypatch.setattr(cm, "_MEMO", {})
-    fresh = cm.measure(target, drafter(target))
+    fresh = cm.measure_costs(target, drafter(target))
     assert counted == ["measure", "measure"] and fresh.fingerprint == cost_cache.fingerprint(str(target.device))
     assert stored(tmp_path)["fingerprint"] == fresh.fingerprint  # the file now describes this machine
 
 
 def test_fresh_measures_whatever_is_kept(target, counted):
-    cm.measure(target, drafter(target))
-    cm.measure(target, drafter(target), fresh=True)
+    cm.measure_costs(target, drafter(target))
+    cm.measure_costs(target, drafter(target), fresh=True)
     assert counted == ["measure", "measure"]
 
 
@@ -85,7 +85,7 @@ def test_an_outlier_is_timed_again_and_the_fastest_kept(target, counted, monkeyp
     spiked[2] = 68.0  # a busy moment: above every larger forward
     draft_calls = len(cm.DRAFT_WIDTHS) if hasattr(drafter(target), "cache") else 0
     left = scripted(monkeypatch, [1.0] * draft_calls + spiked + [curve[2]])
-    model = cm.measure(target, drafter(target))
+    model = cm.measure_costs(target, drafter(target))
     assert not left and model.verify_ms == curve and model.retimed == [sizes[2]] and not model.flag
     assert stored(tmp_path)["retimed"] == [sizes[2]]
 
@@ -95,7 +95,7 @@ def test_a_curve_that_does_not_rise_is_flagged_and_not_kept(target, counted, mon
     spiked = [5.0 + i for i in range(len(sizes))]
     spiked[1] = 90.0
     scripted(monkeypatch, spiked + [80.0, 85.0])  # still high each time it is timed again
-    model = cm.measure(target, drafter(target))
+    model = cm.measure_costs(target, drafter(target))
     assert model.verify_ms[1] == 80.0 and model.retimed == [sizes[1]]
     assert f"t_verify({sizes[1]}) = 80.0 ms is above" in model.flag
     assert not list(tmp_path.glob("cost-*.json"))  # a flagged curve is never kept on disk
@@ -114,4 +114,4 @@ def test_one_cache_home(monkeypatch, tmp_path):
     monkeypatch.delenv("SPECSCOPE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_home() == tmp_path / "specscope"
-    assert cm.CACHE_DIR == core.exit_heads.CACHE_ROOT.parent  # curves and Hub models' exit heads: one home
+    assert cm.CACHE_DIR == core.model.exit_heads.CACHE_ROOT.parent  # curves and Hub models' exit heads: one home

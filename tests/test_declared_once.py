@@ -1,16 +1,16 @@
 """Declare once, derive the rest. A TALON knob declared in core/knobs.py (and carried by the policy as a field)
 reaches the CLI's flags, the page's sliders and their checks, the share link, the presets and each step's
-trace with nothing else written; a drafter declared in core/drafter_loading.py's registry reaches the CLI's
+trace with nothing else written; a drafter declared in core/drafter_registry.py's registry reaches the CLI's
 choices, the page's radio, the link's check and a session. Both are built here from one declaration."""
 import argparse
 from dataclasses import dataclass, replace
 
 import pytest
 
-from core import drafter_loading, knobs
-from core.drafters import LookupDrafter
+from core import drafter_registry, knobs
+from core.drafters.lookup import LookupDrafter
 from core.engine import Session
-from core.tree_policies import TalonPolicy
+from core.trees.policies import TalonPolicy
 
 FANOUT = knobs.Knob("fanout", "F (fan-out cap)", int, 0, "children kept per parent at most (0: no cap)", 0, 64,
                     ui_max=16, link="F")
@@ -24,15 +24,15 @@ class CappedTalon(TalonPolicy):
 
 @pytest.fixture
 def with_fanout(monkeypatch):
-    import core.tree_method
+    import core.trees.method
     monkeypatch.setitem(knobs.METHOD_KNOBS, "talon", (*knobs.METHOD_KNOBS["talon"], FANOUT))
     monkeypatch.setitem(knobs.ALL_KNOBS, "fanout", FANOUT)
-    monkeypatch.setattr(core.tree_method, "POLICIES", {**core.tree_method.POLICIES, "talon": CappedTalon})
+    monkeypatch.setattr(core.trees.method, "POLICIES", {**core.trees.method.POLICIES, "talon": CappedTalon})
 
 
 def test_a_new_talon_knob_reaches_every_place_from_its_declaration(with_fanout, target, draft):
     from cli.common import add_common_args
-    from core.drafters import ModelDrafter
+    from core.drafters.draft_lm import ModelDrafter
     from core.methods import build_method
     ap = argparse.ArgumentParser()
     add_common_args(ap)
@@ -59,14 +59,14 @@ def test_a_new_knob_gets_its_share_link_from_its_link_name():
 
 def test_a_new_drafter_reaches_the_cli_the_page_and_a_session(monkeypatch, target):
     from ui import share, view_specs
-    spec = drafter_loading.DrafterSpec("bigram", "bigram (pairs in the text)",
+    spec = drafter_registry.DrafterSpec("bigram", "bigram (pairs in the text)",
                                        lambda t, w, d, options: lambda: LookupDrafter(t.vocab_size, max_ngram=1,
                                                                                           name="bigram"))
-    monkeypatch.setitem(drafter_loading.REGISTRY, "bigram", spec)
-    assert "bigram" in drafter_loading.offered_drafters() and "bigram" in share.drafters()
+    monkeypatch.setitem(drafter_registry.REGISTRY, "bigram", spec)
+    assert "bigram" in drafter_registry.offered_drafters() and "bigram" in share.drafters()
     assert ("bigram (pairs in the text)", "bigram") in view_specs.drafter_choices()
     assert share.read_query({"drafter": "bigram"}).values["drafter"] == "bigram"
-    make = drafter_loading.drafter_factory("bigram", target)
+    make = drafter_registry.drafter_factory("bigram", target)
     from core.methods import build_method
     res = Session(target, build_method("talon", N=8), "x = x + 1\nx = x + 1\nx =", max_new_tokens=6,
                   draft=make()).generate()

@@ -102,10 +102,10 @@ def test_gpu_bench_small_runs_on_a_cpu_checks_equality_and_prints_the_table():
 
 
 def test_the_bench_fails_when_an_output_differs_from_ar(monkeypatch, capsys):
-    import core.tree_method
+    import core.trees.method
     from cli.bench import main as bench_main
     from tests.test_drafters import drafted_first
-    monkeypatch.setattr(core.tree_method, "verify_tree", drafted_first)  # lossy: takes a drafted child when it can
+    monkeypatch.setattr(core.trees.method, "verify_tree", drafted_first)  # lossy: takes a drafted child when it can
     with pytest.raises(SystemExit) as exc:
         bench_main(["--prompts", "assets/prompts/heldout.jsonl", "--limit", "2", "--max-new-tokens", "16",
                     "--methods", "ar,talon@model:N=16:K=4", "--fail-on-mismatch"])

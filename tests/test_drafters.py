@@ -5,14 +5,15 @@ import numpy as np
 import pytest
 import torch
 
-import core.tree_method
 from core.ar import ARMethod
-from core.drafters import LookupDrafter, ModelDrafter
-from core.eagle3_drafter import EagleDrafter
-from core.eagle3_io import HeadLoadError, load_head
+from core.drafters.draft_lm import ModelDrafter
+from core.drafters.lookup import LookupDrafter
+from core.eagle3.drafter import EagleDrafter
+from core.eagle3.loading import HeadLoadError, load_head
 from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs
+import core.trees.method
 from core.verify import TreeVerdict
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue
 from tests.tiny_heads import write_tiny_head
@@ -174,7 +175,7 @@ BROKEN = {"talon": ("verify_tree", drafted_first),  # a lossy tree walk
 @pytest.mark.parametrize("method", ["talon", "chain"])
 @pytest.mark.parametrize("drafter", ["eagle3", "lookup"])
 def test_the_same_check_rejects_a_broken_verifier_on_new_drafters(tmp_path, monkeypatch, drafter, method):
-    monkeypatch.setattr(core.tree_method, *BROKEN[method])
+    monkeypatch.setattr(core.trees.method, *BROKEN[method])
     target, make = sampling_setup(tmp_path, drafter)
     counts = sampled_joint(target, make, method, 2000)
     assert chi2_pvalue(counts.ravel(), exact_joint(target, SamplingConfig(1.0, 0.95)).ravel()) < P_BROKEN

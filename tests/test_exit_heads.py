@@ -5,8 +5,8 @@ import random
 import pytest
 import torch
 
-from core.exit_heads import LOGIT_LENS, TRAINED, ExitHeads, fingerprint, load_heads, logit_lens, save_heads
 from cli.train_exit_heads import CARD_END, CARD_START, TrainConfig, main, train_heads
+from core.model.exit_heads import LOGIT_LENS, TRAINED, ExitHeads, fingerprint, load_heads, logit_lens, save_heads
 from tests.tiny_models import char_tokenizer, tiny_hf, tiny_lm
 
 
@@ -85,8 +85,8 @@ def test_heads_trained_on_other_weights_fall_back_to_the_logit_lens(tmp_path):
 def test_a_check_over_the_exit_vocabulary_reads_what_the_whole_logits_say():
     """Drafting checks on `scores` (only the rows a token may exit to) and spreads to the whole vocabulary only
     for the token that exits: the confidence and the top token must be those of the whole −inf-filled logits."""
-    from core.act import layer_confidence
-    from core.layer_heads import LayerHeads, spread
+    from core.specbound.annealing import layer_confidence
+    from core.model.layer_heads import LayerHeads, spread
     lm = tiny_lm("llama", num_hidden_layers=4)
     torch.manual_seed(0)
     ids = torch.randperm(lm.vocab_size)[:20]  # rows in "frequency" order, not sorted

@@ -1,12 +1,12 @@
-"""The stacked-projection forward (core/fused_layer.py) gives bit-identical logits and caches to the seven separate
+"""The stacked-projection forward (core/model/fused_layer.py) gives bit-identical logits and caches to the seven separate
 products of the HF modules, shares their storage, and follows a weight that is replaced."""
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.fused_layer import rotate_half
-from core.model import CausalLM, causal_mask
+from core.model.causal_lm import CausalLM, causal_mask
+from core.model.fused_layer import rotate_half
 from tests.tiny_models import FAMILIES, char_tokenizer, tiny_hf, tiny_lm
 
 

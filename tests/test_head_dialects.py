@@ -8,8 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from core.eagle3_drafter import EagleDrafter
-from core.eagle3_io import DEFAULT_HEAD, load_head
+from core.eagle3.drafter import EagleDrafter
+from core.eagle3.loading import DEFAULT_HEAD, load_head
 from core.engine import Session
 from core.methods import build_method
 from tests.head_dialects import WRITERS
@@ -98,7 +98,7 @@ def test_a_nemo_head_with_its_vocabulary_maps_outside_model_is_still_nemo(target
     ours, theirs = head.state_dict(), reference.state_dict()
     assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
     save_file({**moved, "norm.weight": moved["model.norm.weight"].clone()}, folder / "model.safetensors")
-    from core.head_info import HeadLoadError
+    from core.eagle3.head_info import HeadLoadError
     with pytest.raises(HeadLoadError, match="both model.norm.weight and norm.weight"):
         load(target, folder)
 
@@ -118,7 +118,7 @@ def _with_config(folder, edit):
 ])
 def test_a_config_key_nobody_here_knows_is_refused_by_name(dialect, edit, named, target, tmp_path):
     """Issue 34, item 8: an unknown key used to load silently; it is now named, and the head refused."""
-    from core.head_info import HeadLoadError
+    from core.eagle3.head_info import HeadLoadError
     config, state = shipped()
     folder = _with_config(WRITERS[dialect](tmp_path / dialect, config, state), edit)
     with pytest.raises(HeadLoadError) as err:
@@ -130,7 +130,7 @@ def test_keys_known_to_be_harmless_load_with_a_warning_the_cli_and_the_page_show
     """speculators' bookkeeping (its version, its proposal settings) cannot change the head: it loads, and the
     warning naming those keys reaches the CLI's drafter line and the page's compatibility readout."""
     from cli import generate
-    from core.compat import compat_readout
+    from core.eagle3.readout import compat_readout
     from viz.html import compat_html
     config, state = shipped()
     folder = WRITERS["speculators"](tmp_path / "spec", config, state)

@@ -11,13 +11,13 @@ import torch
 from safetensors.torch import load_file
 
 from core.ar import ARMethod
-from core.eagle3 import EagleConfig, EagleHead
-from core.eagle3_drafter import EagleDrafter
-from core.eagle3_io import HeadLoadError, load_head
-from core.eagle3_layers import ATTN, MLP_LINEARS
+from core.eagle3.drafter import EagleDrafter
+from core.eagle3.head import EagleConfig, EagleHead
+from core.eagle3.layers import ATTN, MLP_LINEARS
+from core.eagle3.loading import HeadLoadError, load_head
 from core.engine import Session
 from core.methods import build_method
-from core.model import causal_mask
+from core.model.causal_lm import causal_mask
 from tests.eagle3_reference import Ref, reference_logits
 from tests.head_dialects import WRITERS, layers_names
 from tests.tiny_models import tiny_lm

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from core.kv_cache import KVCache
-from core.model import causal_mask
+from core.model.causal_lm import causal_mask
+from core.model.kv_cache import KVCache
 from tests.tiny_models import tiny_lm
 
 

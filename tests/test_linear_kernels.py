@@ -1,16 +1,16 @@
-"""The CPU product kernels (core/linear_kernels.py): each computes F.linear's values, a plan picks per row count
+"""The CPU product kernels (core/model/linear_kernels.py): each computes F.linear's values, a plan picks per row count
 and keeps F.linear unless another kernel is clearly faster, and every method stays lossless on each kernel."""
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core import linear_kernels as lk
+from core.drafters.self_drafter import SelfDrafter
 from core.engine import Session
-from core.exit_heads import logit_lens
-from core.linear_kernels import LINEAR, NARROW, PACKED, PLAIN, LinearPlan, Product
 from core.methods import build_method
-from core.self_drafter import SelfDrafter
+from core.model import linear_kernels as lk
+from core.model.exit_heads import logit_lens
+from core.model.linear_kernels import LINEAR, NARROW, PACKED, PLAIN, LinearPlan, Product
 from tests.tiny_models import tiny_lm
 
 KERNELS = [LINEAR, NARROW] + ([PACKED] if lk.packed_available() else [])
@@ -39,7 +39,7 @@ def test_a_plan_maps_every_row_count_to_the_kernel_of_the_size_below_it():
 
 def test_the_plan_keeps_f_linear_unless_another_kernel_is_clearly_faster():
     ms = {LINEAR: [1.00, 1.00, 1.00], NARROW: [0.90, 0.97, 1.20], PACKED: [0.99, 2.0, 0.50]}
-    assert lk.choose(ms, (1, 2, 3)).kernels == (NARROW, LINEAR, PACKED)  # 3% faster is noise, not a reason
+    assert lk.fastest_plan(ms, (1, 2, 3)).kernels == (NARROW, LINEAR, PACKED)  # 3% faster is noise, not a reason
 
 
 def test_measuring_times_each_kernel_at_each_size():

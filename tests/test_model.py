@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from core.model import causal_mask
+from core.model.causal_lm import causal_mask
 from tests.tiny_models import FAMILIES, tiny_lm
 
 

@@ -3,8 +3,8 @@ import json
 
 from transformers import AutoConfig
 
-from core.loading import ASSETS
 from cli.model_card import render
+from core.model.loading import ASSETS
 
 MODELS = ASSETS / "models"
 

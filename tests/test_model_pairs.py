@@ -4,9 +4,9 @@ target; a gated or private repository (401/403) is one line naming HF_TOKEN; a h
 target says why in one line."""
 import pytest
 
-from core.loading import ModelLoadError, denied_line
+from core.model.loading import ModelLoadError, denied_line
 from ui import models
-from ui.tab_handlers import choose_pair
+from ui.handlers import choose_pair
 
 
 @pytest.fixture
@@ -50,8 +50,7 @@ def test_the_embedded_head_on_another_target_says_why_in_one_line(monkeypatch):
 
 
 def test_a_gated_repository_is_one_line_naming_hf_token(monkeypatch):
-    from core import loading
-
+    from core.model import loading
     class GatedRepoError(OSError):
         pass
 
@@ -73,21 +72,21 @@ def test_a_gated_repository_is_one_line_naming_hf_token(monkeypatch):
 
 def test_a_gated_head_is_one_line_too(monkeypatch):
     import huggingface_hub
-    from core import drafter_loading
-    from core.eagle3_io import HeadLoadError
-    monkeypatch.setattr(drafter_loading, "hub_offline", lambda: False)
-    monkeypatch.setattr(drafter_loading, "hub_reachable", lambda *a, **k: True)
+    from core import drafter_registry
+    from core.eagle3.loading import HeadLoadError
+    monkeypatch.setattr(drafter_registry, "hub_offline", lambda: False)
+    monkeypatch.setattr(drafter_registry, "hub_reachable", lambda *a, **k: True)
 
     def refuse(*args, **kwargs):
         raise OSError("403 Forbidden: gated")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", refuse)
     with pytest.raises(HeadLoadError, match="HF_TOKEN"):
-        drafter_loading.head_folder("someone/gated-head")
+        drafter_registry.head_folder("someone/gated-head")
 
 
 def test_the_talon_view_reads_out_whether_the_head_fits():
-    from core.compat import PositionTally, readout
+    from core.eagle3.readout import PositionTally, readout
     from ui import handlers as h
     from viz.html import compat_html
     from tests.handler_helpers import step

@@ -5,12 +5,13 @@ import json
 import pytest
 
 from cli.generate import main as generate_main
-from core.drafters import LookupDrafter, ModelDrafter
+from core.drafters.draft_lm import ModelDrafter
+from core.drafters.lookup import LookupDrafter
 from core.engine import Session
 from core.methods import build_method
-from core.mu_schedule import AdaptiveMu
 from core.sampling import SamplingConfig
 from core.trace import ROOT, LevelTrace, PrunedCandidate, StepTrace
+from core.trees.mu_schedule import AdaptiveMu
 from tests.handler_helpers import step
 from tests.tiny_models import tiny_lm
 from viz.outcome_figs import tau_delta_timeline

@@ -4,7 +4,7 @@ says where it was timed, a long prompt that keeps the new tokens in view, and th
 is off."""
 from html import unescape
 
-from core.cost_model import CostModel
+from core.auto.cost_model import CostModel
 from core.metrics import curve_r, run_stats
 from ui import handlers as h
 from ui.view_specs import VIEWS

@@ -5,11 +5,12 @@ Step visibly replaces it (item 3)."""
 import json
 
 from core import knobs as core_knobs
-from core.cost_cache import fingerprint
+from core.model.cost_cache import fingerprint
 from tests.handler_helpers import SPECBOUND, sb_step
+from ui.baseline import time_baseline
+from ui.compare_tab import VIEW, compare_knobs, compare_settings
 from ui.knobs import SPECBOUND_KNOBS, TALON_KNOBS
 from ui.preset_line import method_knobs, preset_of, running_html
-from ui.tab_handlers import VIEW, compare_knobs, compare_settings
 
 DEFAULTS = {k.name: k.default for k in TALON_KNOBS + SPECBOUND_KNOBS}
 
@@ -45,7 +46,7 @@ def test_once_the_run_is_timed_the_line_quotes_the_runs_own_speed(tmp_path):
     run = None
     for _ in range(3):
         run = sb_step(run)["run"]
-    run.baseline()
+    time_baseline(run)
     values = {**DEFAULTS, **{k: v for k, v in SPECBOUND.items() if k in DEFAULTS}}
     line = running_html("specbound", values, run, path=tmp_path / "none.json")
     spread = run.stats().spread
@@ -67,7 +68,7 @@ def test_compare_starts_from_the_views_settings_and_says_what_it_ran():
 
 def test_compares_status_names_the_settings():
     """The estimate, the first thing Compare shows (before any run), names the settings it will run."""
-    from ui.tab_handlers import run_compare
+    from ui.compare_tab import run_compare
     running = run_compare("def f(x):", 8, 0.0, N=12, K=2, mu=0.1, shape_temperature=0.5)
     first = next(running)
     running.close()

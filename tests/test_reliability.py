@@ -7,9 +7,9 @@ import socket
 import gradio as gr
 import pytest
 
-from core.loading import ModelLoadError, load_model
+from core.model.loading import ModelLoadError, load_model
 from ui import models
-from ui.tab_handlers import load_models
+from ui.handlers import load_models
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_a_stepping_session_is_never_evicted_and_forget_frees_caches(monkeypatch
 def test_a_huge_prompt_is_refused_before_tokenizing(monkeypatch):
     from ui.handlers import step
     from ui.view_specs import VIEWS
-    from core.model import CausalLM
+    from core.model.causal_lm import CausalLM
     calls = []
     monkeypatch.setattr(CausalLM, "tokenizer", property(lambda self: calls.append(1)), raising=False)
     with pytest.raises(gr.Error, match="characters"):

@@ -8,12 +8,12 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-import core.tree_method
+from core.drafters.draft_lm import ModelDrafter
 from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs, top_p_filter, uniform
+import core.trees.method
 from core.verify import ChainVerdict, verify_chain_sampling
-from core.drafters import ModelDrafter
 from tests.tiny_models import tiny_lm
 
 P_OK = 1e-3  # a correct sampler fails this by chance 1 time in 1000
@@ -102,7 +102,7 @@ def test_chain_sampling_end_to_end_matches_target(cfg):
 
 @pytest.mark.slow
 def test_end_to_end_check_rejects_the_broken_sampler(monkeypatch):
-    monkeypatch.setattr(core.tree_method, "verify_chain_sampling", broken_verify)
+    monkeypatch.setattr(core.trees.method, "verify_chain_sampling", broken_verify)
     cfg = SamplingConfig(1.0, 1.0)
     target, draft = tiny_lm("llama", seed=0), tiny_lm("llama", seed=7, num_hidden_layers=1)
     counts = first_token_counts(target, draft, cfg, runs=1500)

@@ -17,18 +17,19 @@ import numpy as np
 import pytest
 import torch
 
-import core.specbound
-import core.tree_method
 from core.ar import ARMethod
-from core.drafter_loading import drafter_factory
-from core.drafters import LookupDrafter, ModelDrafter
-from core.eagle3_drafter import EagleDrafter
-from core.eagle3_io import load_head
+from core.drafter_registry import drafter_factory
+from core.drafters.draft_lm import ModelDrafter
+from core.drafters.lookup import LookupDrafter
+from core.drafters.self_drafter import SelfDrafter
+from core.eagle3.drafter import EagleDrafter
+from core.eagle3.loading import load_head
 from core.engine import Session
-from core.exit_heads import logit_lens
 from core.methods import build_method
+from core.model.exit_heads import logit_lens
 from core.sampling import SamplingConfig, draw, probs
-from core.self_drafter import SelfDrafter
+import core.specbound.method
+import core.trees.method
 from core.verify import TreeVerdict
 from tests import test_specbound, test_tree_sampling
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue, exact_first_token, first_token_counts
@@ -50,21 +51,21 @@ def test_a_draw_the_target_gives_probability_zero_fails_the_check():
 def test_a_chain_that_ignores_top_p_is_rejected(monkeypatch):
     cfg = SamplingConfig(0.7, 0.9)
     target, draft = tiny_lm("llama", seed=0), tiny_lm("llama", seed=7, num_hidden_layers=1)
-    monkeypatch.setattr(core.tree_method, "probs", ignoring_top_p)
+    monkeypatch.setattr(core.trees.method, "probs", ignoring_top_p)
     assert chi2_pvalue(first_token_counts(target, draft, cfg, runs=300), exact_first_token(target, cfg)) < P_BROKEN
 
 
 def test_a_tree_verifier_that_ignores_top_p_is_rejected(monkeypatch):
     target, draft = test_tree_sampling.models()
     cfg = SamplingConfig(1.0, 0.95)
-    monkeypatch.setattr(core.tree_method, "probs", ignoring_top_p)
+    monkeypatch.setattr(core.trees.method, "probs", ignoring_top_p)
     counts = test_tree_sampling.sampled_joint(target, draft, cfg, 400)
     assert chi2_pvalue(counts.ravel(), test_tree_sampling.exact_joint(target, cfg).ravel()) < P_BROKEN
 
 
 def test_specbound_ignoring_top_p_is_rejected(monkeypatch):
     lm, cfg = tiny_lm("llama", seed=0), SamplingConfig(0.7, 0.9)
-    monkeypatch.setattr(core.specbound, "probs", ignoring_top_p)
+    monkeypatch.setattr(core.specbound.method, "probs", ignoring_top_p)
     counts = test_specbound.first_token_counts(lm, cfg, 300)
     assert chi2_pvalue(counts, exact_first_token(lm, cfg)) < P_BROKEN
 
@@ -143,7 +144,7 @@ def test_deep_tree_sampling_reproduces_the_joint_of_three_tokens():
 
 @pytest.mark.slow
 def test_the_deep_check_rejects_a_walk_that_errs_only_below_depth_0(monkeypatch):
-    monkeypatch.setattr(core.tree_method, "verify_tree", right_at_the_root_only)
+    monkeypatch.setattr(core.trees.method, "verify_tree", right_at_the_root_only)
     target = deep_target()
     counts, _ = sampled_joint3(target, 1500)
     assert chi2_pvalue(counts.ravel(), exact_joint3(target, DEEP_CFG).ravel()) < P_BROKEN

@@ -2,18 +2,18 @@
 import pytest
 import torch
 
-import core.tree_method
 from cli.generate import main as generate_main
 from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
-from core.drafter_loading import drafter_factory
+from core.drafter_registry import drafter_factory
+from core.drafters.self_drafter import SelfDrafter, check_self_layer
+from core.drafters.shallow_verify import verify_with_shallow
 from core.engine import Session
-from core.exit_heads import heads_for, logit_lens
-from core.layer_heads import LayerHeads
 from core.methods import build_method
+from core.model.exit_heads import heads_for, logit_lens
+from core.model.layer_heads import LayerHeads
 from core.sampling import SamplingConfig
-from core.self_drafter import SelfDrafter, check_self_layer
-from core.shallow_verify import verify_with_shallow
 from core.trace import ROOT
+import core.trees.method
 from tests.test_drafters import BROKEN, V, exact_joint, sampled_joint
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue
 from tests.tiny_models import tiny_lm
@@ -135,7 +135,7 @@ def test_sampling_on_the_self_drafter_reproduces_the_target_joint(method):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["talon", "chain"])
 def test_the_same_check_rejects_a_broken_verifier_on_the_self_drafter(monkeypatch, method):
-    monkeypatch.setattr(core.tree_method, *BROKEN[method])
+    monkeypatch.setattr(core.trees.method, *BROKEN[method])
     target = sampling_target()
     counts = sampled_joint(target, lambda: SelfDrafter(target, logit_lens(target), 2), method, 2000)
     assert chi2_pvalue(counts.ravel(), exact_joint(target, SamplingConfig(1.0, 0.95)).ravel()) < P_BROKEN

@@ -7,7 +7,7 @@ import pytest
 from cli import bench
 from core.server_flags import (Measured, server_lines, sglang_from_chain, sglang_from_static, static_lines,
                                vllm_from_chain)
-from core.tree_policies import StaticPolicy
+from core.trees.policies import StaticPolicy
 
 
 def test_static_tree_maps_to_sglang_with_the_root_counted():

@@ -2,9 +2,9 @@
 moved by auto one notch at a time."""
 import torch
 
-from core.auto_budget import AutoState
-from core.auto_config import DEFAULT
-from core.shape_calibration import T_GRID, best_temperature, fitted_temperature, nll_by_temperature
+from core.auto.budget import AutoState
+from core.auto.config import DEFAULT
+from core.auto.shape_calibration import T_GRID, best_temperature, fitted_temperature, nll_by_temperature
 from core.trace import TreeStep
 from tests.test_auto_budget import chain_trace, cost
 
@@ -57,7 +57,7 @@ def test_auto_walks_T_shape_one_notch_a_decision_towards_the_calibrated_one():
     for i in range(8 * NUDGE_EVERY):  # a decision after each nudge, one notch each
         state.observe(calibrated_trace(i, best=0.3))
         rows += 4
-        choice = state.choose()
+        choice = state.choose_budget()
         if rows < MIN_CALIBRATION:
             assert choice.T_shape == 0.5
         if choice.T_shape != seen[-1]:

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-import core.specbound
 from core.ar import ARMethod
 from core.engine import Session
-from core.exit_heads import ExitHeads, exit_vocab, heads_dir, heads_for
-from core.sampling import SamplingConfig
-from core.act import act_temperature, exits_at, layer_confidence
-from core.specbound import SpecBoundMethod, build_specbound_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
+from core.model.exit_heads import ExitHeads, exit_vocab, heads_dir, heads_for
+from core.sampling import SamplingConfig
+from core.specbound.annealing import act_temperature, exits_at, layer_confidence
+from core.specbound.method import SpecBoundMethod, build_specbound_method
+import core.specbound.method
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
 from tests.tiny_models import tiny_lm
 
@@ -277,7 +277,7 @@ def test_sampling_is_lossless(cfg):
 
 
 def test_the_same_check_rejects_a_sampler_without_the_residual(monkeypatch):
-    monkeypatch.setattr(core.specbound, "verify_chain_sampling", broken_verify)
+    monkeypatch.setattr(core.specbound.method, "verify_chain_sampling", broken_verify)
     lm, cfg = tiny_lm("llama", seed=0), SamplingConfig(1.0, 1.0)
     assert chi2_pvalue(first_token_counts(lm, cfg, 800), exact_first_token(lm, cfg)) < P_BROKEN
 
@@ -360,8 +360,8 @@ def test_every_state_drafting_keeps_is_the_plain_forwards(tiny6):
     """Tokens exit at different depths, and a deeper one carries the shallower ones before it along: every state
     drafting kept (what the checks saw, what verification starts from) equals a plain forward's over the same
     tokens, and the depths are non-increasing along the block."""
-    from core.specbound_block import Block
-    from core.specbound_draft import draft_block
+    from core.specbound.block import Block
+    from core.specbound.draft import draft_block
     heads = ScriptedHeads(6, [None])
     method = SpecBoundMethod(min_exit_layer=1, d_max=5, w_max=7, alpha=0.0, tau_exit=0.9, heads=heads)
     s = Session(tiny6, method, [5, 17, 33, 8], max_new_tokens=32)

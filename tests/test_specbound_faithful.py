@@ -8,7 +8,7 @@ import pytest
 from core.engine import Session
 from core.knobs import PRESETS, presets_for, resolve
 from core.methods import build_method
-from core.specbound import check_layers
+from core.specbound.method import check_layers
 from ui.knobs import SPECBOUND_KNOBS, SPECBOUND_PRESETS, apply_specbound_preset
 from viz.run_heatmap import run_heatmap
 

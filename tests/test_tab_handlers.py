@@ -7,14 +7,15 @@ from html import unescape
 import gradio as gr
 import pytest
 
-from ui.tab_handlers import cancel_compare, cancel_sweep, cost_curve, run_compare, run_sweep
+from ui.compare_tab import cancel_compare, run_compare
+from ui.tune_tab import cancel_sweep, cost_curve, run_sweep
 from viz.cost_fig import cost_curve_figure
 
 from tests.handler_helpers import PROMPT, step
 
 
 def test_compare_can_run_the_trees_at_the_embedded_preset():
-    from ui.tab_handlers import compare_knobs
+    from ui.compare_tab import compare_knobs
     assert compare_knobs("embedded")["K"] == 2 and compare_knobs("paper")["N"] == 60
     last = list(run_compare(PROMPT, 8, 0.0, trees="embedded"))[-1]
     assert "done in" in last["status"] and all(r[5] == "✓" for r in last["table"][1:])  # lossless at that shape too
@@ -89,8 +90,8 @@ def test_tune_fixed_knobs_are_shown_and_reach_the_runs(monkeypatch):
     act = SWEEPS["SpecBound: α × τ_exit"]
     assert "0" in act.xs.split(", ") and act.fixed["exit_layers"] == "stored"  # ACT off beside on, at `fast`
     seen = []
-    real = ui.tune.measure
-    monkeypatch.setattr(ui.tune, "measure", lambda method, knobs, *a: (seen.append(knobs), real(method, knobs, *a))[1])
+    real = ui.tune.measure_cell
+    monkeypatch.setattr(ui.tune, "measure_cell", lambda method, knobs, *a: (seen.append(knobs), real(method, knobs, *a))[1])
     last = list(run_sweep("TALON: μ × N", "0.1", "6", 1, 8, fixed="K = 3, T_shape = 0.7"))[-1]
     assert seen == [{"K": 3, "k_init": 1, "shape_temperature": 0.7, "mu": 0.1, "N": 6}]  # k: the method's default
     assert "Held fixed:</b> K = 3, k = 1, T_shape = 0.7" in last["summary"]
@@ -115,7 +116,7 @@ def test_tune_fixed_knobs_are_shown_and_reach_the_runs(monkeypatch):
 def test_the_page_shows_the_sweeps_fixed_knobs():
     import app
     from ui.sweeps import SWEEPS, fixed_text
-    from ui.tab_handlers import sweep_defaults
+    from ui.tune_tab import sweep_defaults
     demo = app.build_demo()
     box = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "tune-fixed")
     first = next(iter(SWEEPS))
@@ -171,8 +172,8 @@ def test_cost_curve_figure_marks_the_chosen_n_and_models_the_speedup():
 
 
 def test_the_cost_curve_can_be_measured_again_from_the_page(monkeypatch, tmp_path):
-    import core.cost_model as cm
-    from ui.tab_handlers import remeasure_cost_curve
+    import core.auto.cost_model as cm
+    from ui.tune_tab import remeasure_cost_curve
     monkeypatch.setattr(cm, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(cm, "_MEMO", {})
     events = []

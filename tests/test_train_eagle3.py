@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from cli.train_eagle3 import legs_note, main
-from core.eagle3_io import load_head
+from core.eagle3.loading import load_head
 from tests.tiny_models import tiny_hf
 
 EMBEDDED = Path(__file__).resolve().parent.parent / "assets" / "models" / "target"

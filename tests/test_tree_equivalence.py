@@ -2,10 +2,10 @@ import pytest
 """Greedy static and TALON trees reproduce greedy AR output; tree steps leave exact caches behind."""
 import torch
 
+from core.drafters.draft_lm import ModelDrafter
 from core.engine import Session
-from core.methods import build_method
 from core.lossless_check import assert_equivalent, check_greedy_equivalence
-from core.drafters import ModelDrafter
+from core.methods import build_method
 from tests.tiny_models import tiny_lm
 
 CONFIGS = [

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from core.tree_policies import StaticPolicy, TalonPolicy
-from core.trace import ROOT
 from core.draft_tree import DraftTree, path_to
+from core.trace import ROOT
+from core.trees.policies import StaticPolicy, TalonPolicy
 
 V = 8
 A, B, C, D, E, F, G = range(1, 8)
@@ -184,7 +184,7 @@ def test_a_tiny_shaping_temperature_keeps_every_proposable_root_child():
     from types import SimpleNamespace
 
     from core.sampling import SamplingConfig
-    from core.tree_method import Expander
+    from core.trees.method import Expander
     z = torch.tensor([[5.0, 0.0, -3.0, -8.0, float("-inf"), float("-inf"), float("-inf"), float("-inf")]])
 
     class Fixed:

@@ -3,12 +3,12 @@ import pytest
 and the same check rejects a lossy 'typical acceptance' shortcut."""
 import numpy as np
 
-import core.tree_method
+from core.drafters.draft_lm import ModelDrafter
 from core.engine import Session
 from core.methods import build_method
 from core.sampling import SamplingConfig, draw, probs
+import core.trees.method
 from core.verify import TreeVerdict
-from core.drafters import ModelDrafter
 from tests.test_sampling_lossless import P_BROKEN, P_OK, chi2_pvalue
 from tests.tiny_models import tiny_lm
 
@@ -66,7 +66,7 @@ def test_tree_sampling_reproduces_the_target_joint():
 
 @pytest.mark.slow
 def test_the_check_rejects_a_lossy_acceptance_rule(monkeypatch):
-    monkeypatch.setattr(core.tree_method, "verify_tree", typical_acceptance)
+    monkeypatch.setattr(core.trees.method, "verify_tree", typical_acceptance)
     target, draft = models()
     cfg = SamplingConfig(1.0, 0.95)
     assert chi2_pvalue(sampled_joint(target, draft, cfg, 2500).ravel(), exact_joint(target, cfg).ravel()) < P_BROKEN

@@ -156,7 +156,7 @@ def test_walk_view_clamps_the_stage():
 
 
 def test_a_link_step_is_read_clamped_and_written():
-    from ui.link_step import MAX_STEPS, link_values, read_step, share_link
+    from ui.open_link import MAX_STEPS, link_values, read_step, share_link
     assert read_step({}) == (None, "")
     assert read_step({"step": "3"}) == (3, "")
     assert read_step({"step": "999"})[0] == MAX_STEPS and "is used as" in read_step({"step": "999"})[1]
@@ -165,11 +165,11 @@ def test_a_link_step_is_read_clamped_and_written():
     assert link_values("specbound", {"N": "12"}) == {}  # N is not a SpecBound knob
     assert link_values("talon", {"tab": "specbound", "p": "x"}) == {}  # the prompt goes to the view named
     from ui.share import read_query
-    assert read_query({"step": "3"}).notes == []  # share.py leaves `step` to ui/link_step.py
+    assert read_query({"step": "3"}).notes == []  # share.py leaves `step` to ui/open_link.py
 
 
 def test_a_shared_link_opens_its_own_settings_at_its_step():
-    from ui.link_step import open_view, share_link
+    from ui.open_link import open_view, share_link
     from ui.view_specs import VIEWS
     spec = VIEWS["talon"]
     query = {"tab": "talon", "N": "12", "K": "2", "step": "2", "new": "12"}
@@ -185,7 +185,7 @@ def test_a_shared_link_opens_its_own_settings_at_its_step():
 def test_a_link_whose_settings_cannot_run_shows_the_preview_and_says_why(monkeypatch):
     import threading
     from ui.limits import prompt_char_limit
-    from ui.link_step import open_view
+    from ui.open_link import open_view
     from ui.view_specs import VIEWS
     ready = threading.Event()
     ready.set()  # no start-up preview in tests: do not wait for one

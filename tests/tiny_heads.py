@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from core.eagle3 import EagleConfig, EagleHead
-from core.model import CausalLM
+from core.eagle3.head import EagleConfig, EagleHead
+from core.model.causal_lm import CausalLM
 
 
 def write_tiny_head(target: CausalLM, folder: Path, draft_vocab: int | None = None, kind: str = "safetensors",

@@ -5,7 +5,7 @@ import torch
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
-from core.model import CausalLM
+from core.model.causal_lm import CausalLM
 
 COMMON = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
               num_key_value_heads=2, max_position_embeddings=128, eos_token_id=1, bos_token_id=0)

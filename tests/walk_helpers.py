@@ -47,7 +47,7 @@ def shown_matches(shown: str, value, spec: str) -> bool:
 
 
 def random_talon_trace(seed: int):
-    """A real TALON policy (core/tree_policies.py) grown on random draft distributions, as the engine records
+    """A real TALON policy (core/trees/policies.py) grown on random draft distributions, as the engine records
     it: some rows peaked, some flat, so gates, budgets and never-scored children all happen. The target's
     verdicts are made up (the walk's growth stages do not read them)."""
     import random
@@ -55,7 +55,7 @@ def random_talon_trace(seed: int):
     import torch
 
     from core.trace import ROOT, DraftNode, StepTrace, TargetChoice, TreeStep
-    from core.tree_policies import TalonPolicy
+    from core.trees.policies import TalonPolicy
 
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)

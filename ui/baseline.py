@@ -21,6 +21,7 @@ from core.sampling import SamplingConfig
 from ui.config import RunConfig
 from ui.gpu import CHUNK, remote
 from ui.models import device as device_name
+from ui.run import Run
 
 CAPACITY = 16  # prompts whose AR timings are kept (each keeps a small AR cache only while it is unfinished)
 
@@ -36,7 +37,6 @@ class ARTimer:
     method "ar" stepped through the same engine calls as any run (ui/run.py), its step times kept."""
 
     def __init__(self, target_name: str, prompt: str | list[int], sampling: SamplingConfig, max_new_tokens: int):
-        from ui.run import Run  # a run of method "ar"; imported here: runs time their AR baseline through us
         self.run = Run(RunConfig("ar", prompt, (), sampling.temperature, sampling.seed, max_new_tokens, target_name))
         self.token_ms: list[float] = []
         self.started = time.time()
@@ -112,3 +112,12 @@ def full_ar_pass(target: str, prompt: str, sampling: SamplingConfig, max_new_tok
     t = ARTimer(target, prompt, sampling, max_new_tokens)
     t.advance(max_new_tokens, check)
     return t
+
+
+def time_baseline(run: Run, fresh: bool = False) -> Baseline:
+    """AR timed over the positions `run` has committed (one past its end once it has finished, to see whether
+    AR stops there too), for its prompt, model and sampling, kept as run.base; `fresh` measures anew."""
+    c = run.config
+    timer = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens, fresh)
+    run.base = timer.advance(len(run.output_ids) + (1 if run.done else 0))
+    return run.base

@@ -1,9 +1,9 @@
-"""Compare tab: one prompt through AR, chain, static, TALON and SpecBound, each to the end. Plain AR is
-timed immediately before and again after the other methods and averaged per output position; that
-average *is* the AR row (so AR over itself is exactly 1.00×), and each method's speed-up is AR's time
-over its own for the same positions. Its range, in the table and as the bars' error bars, resamples the
-method's steps against either AR pass (core/metrics.pooled_spread, as Tune's cells): the steps' noise and
-the machine's drift between the passes."""
+"""Compare's runs (the tab: ui/compare_tab.py): one prompt through AR, chain, static, TALON and SpecBound, each to the
+end. Plain AR is timed immediately before and again after the other methods and averaged per output position; that
+average *is* the AR row (so AR over itself is exactly 1.00×), and each method's speed-up is AR's time over its own
+for the same positions. Its range, in the table and as the bars' error bars, resamples the method's steps against
+either AR pass (core/metrics.pooled_spread, as Tune's cells): the steps' noise and the machine's drift between the
+passes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

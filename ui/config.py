@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.chat import CHAT_MODES
+from core.model.chat import CHAT_MODES
 from core.prompts import check_prompt_chars
 from core.sampling import SamplingConfig
 from ui.limits import prompt_char_limit

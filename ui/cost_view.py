@@ -1,17 +1,17 @@
-"""Tune tab's cost panel: this machine's measured t_verify(n) (core.cost_model, cached per device, model,
+"""Tune tab's cost panel: this machine's measured t_verify(n) (core.auto.cost_model, cached per device, model,
 dtype and drafter) beside the speed-up over AR modelled for the visitor's TALON run at each budget N.
 
-The model is auto's own (core.auto_predict): τ from what the run's recent trees, truncated to N nodes,
+The model is auto's own (core.auto.predict): τ from what the run's recent trees, truncated to N nodes,
 committed, step time from the measured curves scaled to the run's own forwards; AR is one 1-token forward
 per token. So the curve exists for any TALON run, auto or not, up to the largest budget it used."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.auto_config import DEFAULT
-from core.auto_predict import Predictor
-from core.auto_replay import budget_of, replay_of
-from core.cost_model import CostModel
+from core.auto.config import DEFAULT
+from core.auto.cost_model import CostModel
+from core.auto.predict import Predictor
+from core.auto.replay import budget_of, replay_of
 from ui.run import Run
 from ui.worker import cost_curve
 

@@ -1,5 +1,7 @@
-"""Event handlers: plain module-level functions (tests call them directly) that turn page inputs into
-runs and runs into view outputs. Bad input becomes gr.Error/gr.Warning; the session's Run survives."""
+"""Event handlers of the stepping views and the model box: plain module-level functions (tests call them
+directly) that turn page inputs into runs and runs into view outputs. Bad input becomes gr.Error/gr.Warning; the
+session's Run survives. The Compare and Tune tabs keep theirs beside their builders (ui/compare_tab.py,
+ui/tune_tab.py)."""
 from __future__ import annotations
 
 import functools
@@ -10,17 +12,19 @@ import time
 import gradio as gr
 
 from core.engine import SessionError
+from ui.baseline import time_baseline
+from ui.config import RunConfig
 from ui.gpu import remote
 from ui.importer import ImportedRun, import_trace
 from ui.knobs import SAMPLING_KNOBS, validate
-from ui.models import DEFAULT_DRAFTER
+from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.preview import preview_panels
 from ui.priority import interactive
-from ui.config import RunConfig
 from ui.run import Run
 from ui.tempfiles import write_export
 from ui.view_specs import SAMPLING, ViewSpec
 from ui.views import clamp, outcome_panels, streamed_texts
+from ui.worker import load_pair
 from viz.escape import esc
 from viz.html import stats_html
 
@@ -146,7 +150,7 @@ def extras(spec: ViewSpec, run=None, **values) -> dict:
     if index is not None:
         if spec.before_extras is not None:
             spec.before_extras(run, index, values)
-        run.baseline()
+        time_baseline(run)
         run.fetch_cost()
     out = view_outputs(spec, run, index, options_of(spec, values))
     return {name: out[name] for name in spec.extras}
@@ -185,7 +189,7 @@ def remeasure(run: Run | None) -> str:
         raise SessionError("nothing to compare yet: press Step first")
     if isinstance(run, ImportedRun):
         raise SessionError("an imported trace was timed elsewhere: press Step for a live run to measure here")
-    run.baseline(fresh=True)
+    time_baseline(run, fresh=True)
     return stats_html(run.stats())
 
 
@@ -260,3 +264,17 @@ def export_trace(run: Run | None) -> tuple:
         raise SessionError("nothing to export yet: press Step first")
     data = run.export()
     return write_export(data), data
+
+
+def choose_pair(target: str) -> tuple:
+    """A pair from the model menu fills the target and draft boxes, the eagle3 drafter in every tab and chat
+    auto; the embedded pair puts the embedded models back."""
+    pair = pair_of(target)
+    head = pair.head if pair is not None else EMBEDDED
+    return (target if pair is not None else EMBEDDED, head, "auto", *([DEFAULT_DRAFTER if pair is None else "eagle3"] * 3))
+
+
+@friendly
+def load_models(target: str, draft: str) -> str:
+    """Validate and load the chosen pair now, so the first Step does not pay for it."""
+    return load_pair(target, draft)

@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.compat import CompatReadout, compat_readout
+from core.eagle3.readout import CompatReadout, compat_readout
+from core.metrics import RunStats, run_stats
 from core.trace import StepTrace, TraceFormatError
 from core.trace_check import TraceLimits, size
 from ui.config import RunConfig
 from ui.run import Run
-from core.metrics import RunStats, run_stats
 
 CONFIG_KEYS = ("method", "prompt", "temperature", "seed", "max_new_tokens", "target", "draft", "drafter", "chat")
 HOW = "export a run with “Export trace JSON” and import that file"

@@ -10,11 +10,15 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from viz.escape import esc
+from typing import TYPE_CHECKING
 
+from core.sampling import SamplingConfig
 from ui.baseline import BASELINES, ARTimer
 from ui.priority import GATE
-from core.sampling import SamplingConfig
+from viz.escape import esc
+
+if TYPE_CHECKING:
+    import gradio as gr
 
 
 class Cancelled(Exception):
@@ -127,3 +131,40 @@ def ar_ms_per_token(target: str, prompt: str, tokens: int = 4) -> float:
     t = ARTimer(target, prompt, SamplingConfig(), tokens)
     ms = t.advance(tokens).token_ms
     return statistics.median(ms) if ms else 100.0
+
+
+LONG = dict(concurrency_id="long", concurrency_limit=1)  # Compare, Tune, cost curve: one at a time per server,
+# in their own group so a Step never queues behind them (they also pause between steps: ui/priority.py)
+
+
+def session_key(request: gr.Request | None, tab: str) -> str | None:
+    """A browser session's Compare or Tune run (both may run at once, each with its own Cancel)."""
+    hash_ = getattr(request, "session_hash", None) if request is not None else None
+    return f"{hash_}:{tab}" if hash_ else None
+
+
+def long_run(job: Job, key: str | None, parts, show, footer=None):
+    """Drive a Compare or Tune generator: yield its outputs by name (`show(partial result)`) and a status line,
+    the estimate first, then after each part with the time left; on Cancel, the parts that finished and a
+    line saying so. `footer(last result)`: HTML under the final status line (Tune's server settings)."""
+    JOBS.start(key, job)
+    shown, last = {}, None
+    yield {"status": job.status()}
+    try:
+        for partial in parts(job.check):
+            job.done += 1
+            shown, last = show(partial), partial
+            yield {**shown, "status": job.status()}
+        yield {**shown, "status": job.ended(cancelled=False) + (footer(last) if footer and last is not None else "")}
+    except Cancelled:
+        yield {**shown, "status": job.ended(cancelled=True) + (footer(last) if footer and last is not None else "")}
+    finally:
+        JOBS.finish(key, job)
+
+
+def cancel(request: gr.Request | None, tab: str) -> str:
+    """Cancel: this session's `tab` run stops before its next engine step; what finished stays."""
+    job = JOBS.cancel(session_key(request, tab))
+    if job is None:
+        return '<div class="ss-budget" role="status">Nothing to cancel.</div>'
+    return job.ended(cancelled=True)

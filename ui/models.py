@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import knobs
-from core.drafter_loading import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
-from core.drafters import Drafter
-from core.eagle3_io import HeadLoadError
-from core.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
-from core.model import CausalLM
+from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, drafter_factory  # noqa: F401 - the page's default
+from core.drafters.contract import Drafter
+from core.eagle3.loading import HeadLoadError
+from core.model.causal_lm import CausalLM
+from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 
 EMBEDDED = "embedded"
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -224,7 +224,7 @@ def preload() -> None:
     heads) named in SPECSCOPE_PRELOAD. On a ZeroGPU Space (and under its emulation) every engine call runs in a
     fresh worker: weights loaded at import are there already (Spaces packs them for the GPU); anything loaded
     inside a call is loaded again by the next one."""
-    from core.exit_heads import heads_for
+    from core.model.exit_heads import heads_for
     target, _ = get_models(EMBEDDED, EMBEDDED, needs_draft=True, drafter="model")
     heads_for(target)
     if DEFAULT_DRAFTER != "model":

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from core import knobs as core_knobs
-from core.cost_cache import fingerprint
+from core.model.cost_cache import fingerprint
 from viz.escape import esc, num
 
 BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench" / "view_speed.json"

@@ -10,13 +10,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.compat import CompatReadout, PositionTally, readout
-from core.cost_model import CostModel
+from core.auto.cost_model import CostModel
+from core.eagle3.readout import CompatReadout, PositionTally, readout
 from core.engine import SessionError
-from core.snapshot import Snapshot
 from core.metrics import Baseline, RunStats, run_stats
+from core.snapshot import Snapshot
 from core.trace import StepTrace
-from ui.baseline import BASELINES
 from ui.config import RunConfig
 from ui.gpu import CHUNK, remote
 from ui.worker import SESSIONS, StepOutcome, cost_curve, run_steps, static_step
@@ -53,7 +52,7 @@ class Run:
     step_ms: list[float] = field(default_factory=list)
     prefixes: list[list[int]] = field(default_factory=list)  # committed ids before each step
     shadows: dict[int, StepTrace] = field(default_factory=dict)  # step -> static tree from the same prefix
-    base: Baseline | None = None  # AR timed over this run's positions (after each step, off the Step path)
+    base: Baseline | None = None  # AR timed over this run's positions (ui/baseline.time_baseline, off the Step path)
     prompt: list[tuple[str, bool]] = field(default_factory=list)  # as the page shows it: (text, from the template?)
     output_text: str = ""
     device: str = ""  # where the engine ran its last step
@@ -143,14 +142,6 @@ class Run:
                                max(1, left), cfg.target, cfg.draft, cfg.drafter)
         self.shadows[index] = static_step(shadow_cfg, prefix)
         return self.shadows[index]
-
-    def baseline(self, fresh: bool = False) -> Baseline:
-        """AR timed over the positions this run has committed (one past its end once it has finished, to
-        see whether AR stops there too), for this prompt, model and sampling; `fresh` measures anew."""
-        c = self.config
-        timer = BASELINES.timer(c.target, c.prompt, c.temperature, c.seed, c.max_new_tokens, fresh)
-        self.base = timer.advance(len(self.output_ids) + (1 if self.done else 0))
-        return self.base
 
     def stats(self) -> RunStats:
         return run_stats(self.traces, self.step_ms, self.output_ids, self.config.sampling.greedy, self.base,

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 
 import gradio as gr
 
-from core.drafter_loading import offered_drafters
+from core.drafter_registry import offered_drafters
 from core.knobs import ALL_KNOBS, Knob
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, VIEW_KNOBS
@@ -41,7 +41,7 @@ FIELDS = {view: link_fields(view) for view in VIEWS}
 
 
 def drafters() -> tuple[str, ...]:
-    """The drafters the page offers (core/drafter_loading.py's registry: the EAGLE-3 head only when it ships)."""
+    """The drafters the page offers (core/drafter_registry.py's registry: the EAGLE-3 head only when it ships)."""
     return tuple(offered_drafters())
 
 
@@ -163,4 +163,4 @@ def apply_link(request: gr.Request) -> tuple:
     return (tab, shown, *(update for view in VIEWS for update in fill(view, s)))
 
 
-LINK_STEP = "step"  # a link may carry the step to open: ui/link_step.py reads it and runs to it
+LINK_STEP = "step"  # a link may carry the step to open: ui/open_link.py reads it and runs to it

@@ -2,7 +2,7 @@
 held fixed, which the page shows and lets a visitor change.
 
 Why these defaults: each grid sits around the method's defaults *and* the shape this machine favours
-(README, "Tree shape on a CPU"): on a CPU a tree's verification costs about linearly in its size, so the
+(docs/bench/, tree shape on a CPU): on a CPU a tree's verification costs about linearly in its size, so the
 trees are swept at the `embedded` preset's K = 2, k = 1, T_shape = 0.5, where a small budget goes deep;
 SpecBound at the `fast` preset, where ACT's α > 0 pays; the static tree at T_shape = 1, since a serving
 engine ranks its tree at T = 1. A fixed knob the page does not show would make a grid answer a question
@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 
 from core import knobs as core_knobs
-from core.exit_heads import check_head_kind
-from core.specbound import parse_exit_layers
 from core.knobs import Knob
+from core.model.exit_heads import check_head_kind
+from core.specbound.method import parse_exit_layers
 from ui.knobs import validate
 
 NOT_FIXED = ("auto", "mu_schedule")  # per-step choices (N, μ), not settings to hold: a sweep holds μ fixed

@@ -1,8 +1,8 @@
-"""Tune tab: a grid sweep of two knobs over a few prompts, scored by MAT and measured speed-up over AR, each
-cell with its range. Plain AR of each prompt is timed before and after the grid; a cell's speed-up is AR's
-time over the cell's for the same output positions, pooled over prompts, and its range resamples the cell's
-steps against either pass (core/metrics.pooled_spread), so it covers the steps' noise and the machine's drift
-over the grid. What sweeps exist and what they hold fixed: ui/sweeps.py."""
+"""Tune's grid (the tab: ui/tune_tab.py): a sweep of two knobs over a few prompts, scored by MAT and measured speed-up
+over AR, each cell with its range. Plain AR of each prompt is timed before and after the grid; a cell's speed-up is
+AR's time over the cell's for the same output positions, pooled over prompts, and its range resamples the cell's
+steps against either pass (core/metrics.pooled_spread), so it covers the steps' noise and the machine's drift over
+the grid. What sweeps exist and what they hold fixed: ui/sweeps.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -18,7 +18,7 @@ from viz.tune_figs import CellScore, Ranked
 
 MAX_CELLS = 25
 # Why 64: below about a dozen steps a resampled range says little, and on a shared CPU one slow step moves a
-# cell by more than the gaps between neighbouring settings; the README's grids time 12 prompts × 64 tokens.
+# cell by more than the gaps between neighbouring settings; the grids in docs/bench/ time 12 prompts × 64 tokens.
 MIN_RANK_TOKENS = 64
 WARM_TOKENS = 8  # untimed tokens before the grid (warm_up)
 
@@ -72,7 +72,7 @@ class SweepResult:
         return sum(c.few for row in self.scores for c in row if c is not None)
 
 
-def measure(method: str, knobs: dict, prompts: list[str], cfg: RunConfig,
+def measure_cell(method: str, knobs: dict, prompts: list[str], cfg: RunConfig,
             check: Callable[[], None] | None = None) -> Cell:
     """One cell: every prompt to the end; `check` runs before each step (a cancelled sweep stops there)."""
     cell = Cell([])
@@ -156,7 +156,7 @@ def sweep(g: Grid, prompts: list[str], cfg: RunConfig, check: Callable[[], None]
     yield SweepResult(g, [row[:] for row in scores])
     for i, y in enumerate(g.ys):
         for j, x in enumerate(g.xs):
-            cells[i][j] = measure(g.method, g.knobs(x, y), prompts, cfg, check)
+            cells[i][j] = measure_cell(g.method, g.knobs(x, y), prompts, cfg, check)
             scores[i][j] = cells[i][j].score([before])
             yield SweepResult(g, [row[:] for row in scores])
     passes = [before, ar_pass()]

@@ -14,9 +14,9 @@ import gradio as gr
 from ui import learn
 from ui.knobs import (OURS, PRESETS, SPECBOUND_KNOBS, SPECBOUND_PRESETS, TALON_KNOBS, Knob, apply_preset,
                       apply_specbound_preset)
-from core.drafter_loading import REGISTRY, offered_drafters
+from core.drafter_registry import REGISTRY, offered_drafters
 from core.knobs import DRAFTER_KNOBS, MU_SCHEDULE, SELF_LAYER
-from core.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu
+from core.trees.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
 
@@ -106,7 +106,7 @@ def scroll(elem_id: str) -> gr.HTML:
 
 
 def drafter_choices() -> list[tuple[str, str]]:
-    """The drafter radio: every drafter this build offers, labelled as declared (core/drafter_loading.py)."""
+    """The drafter radio: every drafter this build offers, labelled as declared (core/drafter_registry.py)."""
     return [(REGISTRY[name].label, name) for name in offered_drafters()]
 
 

@@ -13,12 +13,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from core.chat import ChatPrompt, prepare_prompt
-from core.compat import PositionTally, drafter_context
-from core.cost_model import CostModel, measure
+from core.auto.cost_model import CostModel, measure_costs
+from core.eagle3.readout import PositionTally, drafter_context
 from core.engine import Session, SessionError
-from core.snapshot import Snapshot, restore, take_snapshot
 from core.methods import build_method
+from core.model.chat import ChatPrompt, prepare_prompt
+from core.snapshot import Snapshot, restore, take_snapshot
 from core.trace import StepTrace
 from ui.gpu import gpu
 from ui.limits import cached_sessions
@@ -200,4 +200,4 @@ def cost_curve(target: str, draft: str, drafter: str, fresh: bool = False) -> Co
     """This machine's measured t_verify(n) and t_draft(width) for the pair and drafter (kept per device,
     model, dtype and drafter for a day; a measurement takes a few seconds); `fresh` measures anew."""
     tgt, instance = get_models(target, draft, True, drafter)
-    return measure(tgt, instance, progress=lambda line: print(line, flush=True), fresh=fresh)
+    return measure_costs(tgt, instance, progress=lambda line: print(line, flush=True), fresh=fresh)

@@ -1,5 +1,5 @@
 """This machine's cost curve beside the speed-up it implies: why the best tree is small on a CPU and large
-on a GPU. Pure: numbers in, figure out (the numbers come from core.cost_model.measure and the run)."""
+on a GPU. Pure: numbers in, figure out (the numbers come from core.auto.cost_model.measure_costs and the run)."""
 from __future__ import annotations
 
 import plotly.graph_objects as go

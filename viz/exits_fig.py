@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 
 from core.knobs import TAU_EXIT
 from core.trace import ExitTrace, StepTrace
-from viz.text import wrap_title
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS
+from viz.titles import wrap_title
 from viz.tree_fig import short, show_token
 
 STOP_WHY = {

@@ -2,12 +2,12 @@
 and the per-depth gate table. Every interpolated value, text or number, goes through viz/escape.py."""
 from __future__ import annotations
 
-from core.compat import CompatReadout
-from core.trace import StepTrace
-from viz.exits_fig import why_stopped
-from viz.escape import esc, num
-from viz.palette import STATUS_COLORS, step_hue
+from core.eagle3.readout import CompatReadout
 from core.metrics import MIN_RESAMPLED, RunStats
+from core.trace import StepTrace
+from viz.escape import esc, num
+from viz.exits_fig import why_stopped
+from viz.palette import STATUS_COLORS, step_hue
 
 
 def token_origins(trace: StepTrace) -> list[str]:

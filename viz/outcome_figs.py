@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 
 from core.metrics import DepthAcceptance
 from core.trace import StepTrace
-from viz.text import wrap_title
 from viz.palette import FONT, METHOD_COLORS, STATUS_COLORS
+from viz.titles import wrap_title
 
 
 def _base(height: int, title: str) -> go.Figure:

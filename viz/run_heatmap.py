@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 
 from core.trace import StepTrace
 from viz.exits_fig import _empty, confidence_text, first_crossings, grids, heat_traces, knob, num_layers, tau_exit_of
-from viz.text import wrap_title
 from viz.palette import FONT
+from viz.titles import wrap_title
 from viz.tree_fig import short
 
 VISIBLE_COLUMNS = 40  # columns shown at once before panning; more get too thin to read

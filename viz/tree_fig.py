@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
 from viz.escape import esc
-from viz.fig_top import stack_top
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
+from viz.title_legend import stack_top
 
 LEGEND = {  # the tree's legend: a word each, so three fit a row on a phone (the caption and hovers say more)
     "accepted": "accepted", "rejected": "rejected", "unreached": "unjudged", "pruned": "pruned",

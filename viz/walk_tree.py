@@ -2,7 +2,7 @@
 then each level as the policy grew it, quoting the level's own record (LevelTrace)."""
 from __future__ import annotations
 
-from core.mu_schedule import AdaptiveMu
+from core.trees.mu_schedule import AdaptiveMu
 
 from core.trace import LevelTrace, StepTrace
 from viz.walk_parts import Part, Quote, Stage, Tok, at_depth, combined, deepest, hidden, listed, policy

@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 
 from core.trace import StepTrace
 from viz.escape import esc, num
-from viz.text import wrap_title
 from viz.exits_fig import confidence_heatmap, exit_bars
+from viz.titles import wrap_title
 from viz.tree_fig import natural_height, tree_figure, visible
 from viz.walk import stages
 from viz.walk_parts import ExitPicture, Part, Quote, Stage, Tok
