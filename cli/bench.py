@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -34,7 +35,7 @@ from core.engine import Session
 from core.methods import build_method
 from core.metrics import Totals, speedup
 from core.model.chat import ChatError, prepare_prompt, resolve_chat
-from core.model.loading import DEFAULT_DRAFT, ModelLoadError, load_model
+from core.model.loading import DEFAULT_DRAFT, ModelLoadError, dtype_name, load_model, why_dtype
 from core.prompts import read_prompts
 from core.sampling import SamplingConfig
 from core.server_flags import Measured, server_lines
@@ -141,20 +142,33 @@ def compat_table(rows: list[Row], positions: int = 4) -> str:
 
 def peer_table(prompts, target, draft, max_new, exit_layers: list[int]) -> tuple[str, list[dict]]:
     """transformers' generate() peers, with our AR run again beside them prompt by prompt: their speed-ups
-    are over that pass, so a machine that drifts between the methods' run and this one does not bias them."""
+    are over that pass, so a machine that drifts between the methods' run and this one does not bias them. A
+    peer that cannot run on this model (assisted decoding needs a draft sharing the target's tokenizer) or fails
+    is one line saying why; the others are still measured."""
     labels = ["ar", "hf-greedy", "hf-assisted", "hf-prompt-lookup"] + [f"hf-early-exit@{k}" for k in exit_layers]
+    skipped: dict[str, str] = {}
+    if draft is None or len(draft.tokenizer) != len(target.tokenizer):
+        skipped["hf-assisted"] = "no draft LM shares this target's tokenizer (pass --drafter model --draft FOLDER)"
+    skipped.update({lab: f"the target has only {target.num_layers} layers" for lab in labels
+                    if lab.startswith("hf-early-exit@") and int(lab.split("@")[1]) >= target.num_layers})
     walls = {lab: 0.0 for lab in labels}
     toks = {lab: 0 for lab in labels}
     for prompt in prompts:
         ids = list(prompt)  # prompt ids, chat template applied when the run uses it
         for lab in labels:
-            if lab == "ar":
-                res = Session(target, build_method("ar"), prompt, SamplingConfig(), max_new).generate()
-                wall, out_ids = res.wall_s, res.output_ids
-            else:
-                base, _, layer = lab.partition("@")
-                run = run_peer(base, target, draft, ids, max_new, exit_layer=int(layer or 4))
-                wall, out_ids = run.wall_s, run.output_ids
+            if lab in skipped:
+                continue
+            try:
+                if lab == "ar":
+                    res = Session(target, build_method("ar"), prompt, SamplingConfig(), max_new).generate()
+                    wall, out_ids = res.wall_s, res.output_ids
+                else:
+                    base, _, layer = lab.partition("@")
+                    run = run_peer(base, target, draft, ids, max_new, exit_layer=int(layer or 4))
+                    wall, out_ids = run.wall_s, run.output_ids
+            except Exception as exc:  # noqa: BLE001 - a peer is another library: its failure is one line, not ours
+                skipped[lab] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+                continue
             walls[lab] += wall
             toks[lab] += len(out_ids)
     lines = ["### transformers generate() peers (same prompts; our AR again, interleaved with them)", "",
@@ -162,6 +176,10 @@ def peer_table(prompts, target, draft, max_new, exit_layers: list[int]) -> tuple
     out = []
     for lab in labels:
         name = "ar (ours, this pass)" if lab == "ar" else lab
+        if lab in skipped:
+            lines.append(f"| {name} | — | not run: {skipped[lab]} |")
+            out.append({"peer": name, "skipped": skipped[lab]})
+            continue
         lines.append(f"| {name} | {toks[lab] / walls[lab]:.1f} | {speedup(walls['ar'], walls[lab]):.2f}× |")
         out.append({"peer": name, "tok_s": toks[lab] / walls[lab], "speedup": speedup(walls["ar"], walls[lab])})
     return "\n".join(lines), out
@@ -190,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.repeat < 1:
         fail("--repeat must be at least 1")
+    if args.points and not Path(args.points).expanduser().resolve().parent.is_dir():
+        fail(f"--points {args.points}: its folder does not exist")
     sampling = SamplingConfig(args.temperature, args.top_p, args.seed)
     base = {**method_knobs(args), "record_raw": 0, "auto_memory": AutoMemory()}  # SpecBound: no trace-only
     # softmax while timing; auto: each prompt's session carries on where the last one on its setup rested
@@ -209,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
         for _, name, _, knobs in specs + sweeps:
             build_method(name, **knobs)  # validate every knob before measuring anything
         prompt_texts = [r["prompt"] for r in read_prompts(args.prompts)][: args.limit]
-        target = load_model(args.model, args.device)
+        target = load_model(args.model, args.device, args.dtype)
         if args.compile:
             print(f"compiled the target's layers in {target.compile_layers().compile_s:.1f} s", file=sys.stderr)
         chat = resolve_chat(args.chat, target.tokenizer)
@@ -223,6 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     announce_drafters(factories)
+    print(f"precision: {why_dtype(target.dtype, target.device)}", file=sys.stderr)
     if target.device.type == "cpu":
         print(f"products on this CPU: {target.plan.describe()} (core/model/linear_kernels.py; SPECSCOPE_LINEAR)", file=sys.stderr)
     rows = {label: Row(label=label) for label, _, _, _ in all_specs}
@@ -247,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     shown = repeats if args.repeat > 1 else None
     ar = rows[[s for s in specs if s[1] == "ar"][0][0]]
     out = {"machine": f"{torch.get_num_threads()} threads, torch {torch.__version__}", "prompts": len(prompts),
+           "dtype": dtype_name(target.dtype),
            "max_new_tokens": args.max_new_tokens, "c": c, "chat": chat,
            "rows": [{**{k: v for k, v in asdict(r).items() if k not in ("points", "tally", "head")}, "chat": chat,
                      "mat": r.mat, "mean_delta": r.mean_delta,
@@ -255,6 +277,7 @@ def main(argv: list[str] | None = None) -> None:
                      **r.compat()} for r in rows.values()]}
     reps = f", {args.repeat} repeats" if args.repeat > 1 else ""
     reps += ", chat template" if chat else ""
+    reps += f", {dtype_name(target.dtype)}"
     texts = [table(f"Methods ({len(prompts)} prompts, {args.max_new_tokens} new tokens{reps})",
                    [rows[s[0]] for s in specs], ar, shown)]
     if sweeps:
@@ -265,15 +288,22 @@ def main(argv: list[str] | None = None) -> None:
                                        {args.drafter: args.draft} if args.draft else {})
     if out["server_flags"]:
         texts.append("\n".join(out["server_flags"]))
-    if args.peers:
-        draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device)
-        text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens,
-                                        [int(k) for k in args.peer_exit_layers.split(",") if k])
-        texts.append(text)
     if args.points:
         with open(args.points, "w") as fh:
             json.dump({r.label: r.points for r in rows.values()}, fh)
-    print(json.dumps(out, indent=2) if args.json else "\n\n".join(texts))
+    if not args.json:  # what is measured is printed before the peers run: a peer cannot lose it
+        print("\n\n".join(texts), flush=True)
+    if args.peers:
+        try:
+            draft_lm = load_model(args.draft if args.drafter == "model" and args.draft else DEFAULT_DRAFT, args.device,
+                                  args.dtype)
+        except ModelLoadError:
+            draft_lm = None
+        text, out["peers"] = peer_table(prompts, target, draft_lm, args.max_new_tokens,
+                                        [int(k) for k in args.peer_exit_layers.split(",") if k])
+        print(text if not args.json else "", end="\n" if not args.json else "", flush=True)
+    if args.json:
+        print(json.dumps(out, indent=2))
     differ = [r.label for r in rows.values() if r.mismatches]
     if args.fail_on_mismatch and differ:
         fail(f"output differs from AR: {', '.join(differ)}", status=1)

@@ -10,7 +10,8 @@ from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory
 from core.knobs import Knob
 from core.model.chat import CHAT_MODES
 from core.model.device import pick_device
-from core.model.loading import DEFAULT_TARGET
+from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES
+from core.model.real_models import REAL_MODELS
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -79,7 +80,12 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     _knob_flags(tree, knobs.METHOD_KNOBS["talon"] + knobs.METHOD_KNOBS["static"], seen)
     _knob_flags(ap.add_argument_group("specbound; unset knobs come from --preset (paper or fast)"),
                 knobs.METHOD_KNOBS["specbound"], seen)
-    ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder or Hub id (default: embedded)")
+    ap.add_argument("--model", default=DEFAULT_TARGET, help="target: local folder, Hub id, or a real model fetched at "
+                    f"install time by its name ({', '.join(REAL_MODELS)}: python -m cli.get_model NAME); default: embedded")
+    ap.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
+                    help="the target's precision: auto = bf16 on a GPU or a CPU with bf16 matrix units (AVX512-BF16 / "
+                         "AMX), fp32 elsewhere (SPECSCOPE_DTYPE overrides auto); every method is compared with AR in "
+                         "the same precision")
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
                     help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
                          "the best measured on the embedded target)")

@@ -8,7 +8,7 @@ from cli.common import OneLineParser, device_arg, drafter_knobs, fail, run_main
 from core import knobs
 from core.auto.cost_model import CONTEXT, measure_costs
 from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, HeadLoadError, drafter_factory
-from core.model.loading import DEFAULT_TARGET, ModelLoadError, load_model
+from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES, ModelLoadError, load_model, why_dtype
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,17 +17,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS)
     ap.add_argument("--draft", default=None)
     ap.add_argument("--device", default="auto", type=device_arg)
+    ap.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES, help="auto: bf16 where the device computes it "
+                    "natively, else fp32")
     ap.add_argument("--reps", type=int, default=9)
     for k in sum(knobs.DRAFTER_KNOBS.values(), ()):
         ap.add_argument(k.flag, type=float, default=None, dest=k.name, help=f"{k.label}: {k.help}")
     args = ap.parse_args(argv)
     try:
-        target = load_model(args.model, args.device)
+        target = load_model(args.model, args.device, args.dtype)
         make = drafter_factory(args.drafter, target, args.draft, args.device, drafter_knobs(args))
     except (ValueError, ModelLoadError, HeadLoadError) as exc:
         fail(str(exc))
     cost = measure_costs(target, make(), args.reps, use_disk=False)
-    print(f"# {cost.key}, context {CONTEXT} tokens, median of {args.reps}")
+    print(f"# {cost.key}, {why_dtype(target.dtype, target.device)}, context {CONTEXT} tokens, median of {args.reps}")
     print("| n new tokens | " + " | ".join(map(str, cost.verify_n)) + " |")
     print("|---|" + "---|" * len(cost.verify_n))
     print("| t_verify ms | " + " | ".join(f"{x:.1f}" for x in cost.verify_ms) + " |")

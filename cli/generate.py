@@ -60,7 +60,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[dict], list[Session], bool]:
     # auto: each prompt's session carries on where the last one rested (one memory for the run)
     method = build_method(args.method, **method_knobs(args), auto_memory=AutoMemory())
     rows = read_prompts(args.prompts)
-    target = load_model(args.model, args.device)
+    target = load_model(args.model, args.device, args.dtype)
     make = drafter_factory(args.drafter, target, args.draft, args.device, drafter_knobs(args)) if method.needs_draft else lambda: None
     chat = resolve_chat(args.chat, target.tokenizer)
     if getattr(method, "auto", False):  # the cost curves before any prompt is timed, saying so

@@ -24,7 +24,7 @@ from core.ar import ARMethod
 from core.engine import Session
 from core.metrics import modelled_r, speedup
 from core.model.exit_heads import heads_for, store_exit_layers
-from core.model.loading import DEFAULT_TARGET, load_model
+from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES, load_model
 from core.prompts import ASSET_PROMPTS, read_prompts
 from core.specbound.method import build_specbound_method
 
@@ -94,13 +94,14 @@ def main(argv: list[str] | None = None) -> None:
                     help="measure every single exit layer from the lowest to d_max and every layer together (at the "
                          "grid's first setting), and store the fastest set with the heads as SpecBound's default")
     ap.add_argument("--repeat", type=int, default=1, help="passes over AR and every setting, interleaved")
+    ap.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     ap.add_argument("--preset", default=None, choices=knobs.presets_for("specbound"),
                     help="the knobs the grid does not set (default: paper; fast with --choose-exit-layers, whose "
                          "stored set is the fast preset's)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         raise SystemExit("error: --repeat must be at least 1")
-    lm = load_model(args.model, "cpu")
+    lm = load_model(args.model, "cpu", args.dtype)
     prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
     preset = args.preset or ("fast" if args.choose_exit_layers else "paper")
     grid = [{"preset": preset, **g} for g in parse_grid(args.grid)]

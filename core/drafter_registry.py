@@ -19,10 +19,19 @@ from core.drafters.lookup import LookupDrafter
 from core.eagle3.loading import DEFAULT_HEAD, HeadLoadError, head_for
 from core.model.causal_lm import CausalLM
 from core.model.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
+from core.model.real_models import heads_dir, real_model_of
 
 DrafterFactory = Callable[[], Drafter]
 # the best drafter measured for the embedded target (docs/bench/, drafters); the draft LM where no head ships
 DEFAULT_DRAFTER = "eagle3" if (DEFAULT_HEAD / "config.json").exists() else "model"  # = offered_drafters()[0]
+
+
+def default_head(target: CausalLM) -> Path:
+    """The head trained here for this target: a real model's own (assets/models/<name>/eagle3), else the
+    embedded one (which fits the embedded target only; head_for says so for any other)."""
+    real = real_model_of(target.name)
+    own = heads_dir(real.name) / "eagle3" if real is not None else None
+    return own if own is not None and (own / "config.json").is_file() else DEFAULT_HEAD
 
 
 def head_folder(name: str) -> Path:
@@ -51,7 +60,7 @@ def _model(target: CausalLM, weights: str | None, device: str, options: dict) ->
 
 def _eagle3(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:
     from core.eagle3.drafter import EagleDrafter
-    head = head_for(target, head_folder(weights) if weights else DEFAULT_HEAD)
+    head = head_for(target, head_folder(weights) if weights else default_head(target))
     return lambda: EagleDrafter(head, target)
 
 

@@ -24,3 +24,11 @@ def pick_device(name: str = "auto") -> torch.device:
     elif dev.type != "cpu":
         raise ValueError(f"device '{name}' is not supported; {DEVICE_HELP}")
     return dev
+
+
+def native_bf16() -> bool:
+    """Whether this CPU has bf16 matrix units (AVX512-BF16 or AMX): there a forward of many rows costs little more
+    than one row in bf16, while fp32 pays per row, which is the regime tree verification wants."""
+    cpu = getattr(torch, "cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)

@@ -29,6 +29,7 @@ from safetensors.torch import load_file, save_file
 
 from core.model.causal_lm import CausalLM
 from core.model.layer_heads import META as LAYER_META, PAPER, LayerHeads, load_layer_heads, read_layer_meta, WholeLogits
+from core.model.real_models import heads_dir as real_heads_dir, real_model_of
 from core.paths import cache_home
 
 WEIGHTS = "exit_heads.safetensors"
@@ -91,7 +92,11 @@ def logit_lens(lm: CausalLM) -> ExitHeads:
 
 
 def heads_dir(model_name: str) -> Path:
-    """Where a model's heads live: its own folder when local, else a cache folder named after the Hub id."""
+    """Where a model's heads live: a real model's in the repository (assets/models/<name>: trained here, shipped),
+    another local model's in its own folder, a Hub model's in a cache folder named after its id."""
+    real = real_model_of(model_name)
+    if real is not None:
+        return real_heads_dir(real.name)
     path = Path(model_name).expanduser()
     if path.is_dir():
         return path

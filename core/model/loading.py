@@ -1,7 +1,9 @@
 """Load a causal LM (local folder or Hub id) safely: safetensors only, never remote code.
 
-Device "auto" picks CUDA when present; weights are fp32 on CPU (exact comparisons, and
-CPU bf16 matmuls are slower at batch 1) and bf16 on GPU unless a dtype is asked for.
+Device "auto" picks CUDA when present. Dtype "auto" is bf16 on a GPU and on a CPU with bf16 matrix units
+(AVX512-BF16 or AMX: there a many-row forward costs about what one row costs), fp32 on any other CPU (its bf16
+products are emulated and slower); SPECSCOPE_DTYPE (fp32 | bf16) overrides what "auto" means on a server.
+A real model's short name (core/model/real_models.py, e.g. "smollm2") names its fetched folder.
 HF_HUB_OFFLINE is read at every load (not only at import): when set, no socket is opened.
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 from core.model.causal_lm import SUPPORTED_FAMILIES, CausalLM
-from core.model.device import pick_device
+from core.model.device import native_bf16, pick_device
+from core.model.real_models import REAL_MODELS, complete, model_dir
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_TARGET = str(ASSETS / "models" / "target")
@@ -33,14 +36,55 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "float16": torch.float16, "fp16": torch.float16}
 
 
-def default_dtype(device: torch.device) -> torch.dtype:
-    return torch.bfloat16 if device.type == "cuda" else torch.float32
+DTYPE_CHOICES = ("auto", "fp32", "bf16")
 
 
-def pick_dtype(name: str, device: torch.device) -> torch.dtype:
-    """'auto' (fp32 on CPU, bf16 on GPU) or an explicit name, e.g. fp32 on CUDA for the device check."""
+BF16_MIN_MB = 200  # fp32 weights below this stay fp32 on a CPU: a model that small is not bound by its products
+
+
+def default_dtype(device: torch.device, weights_mb: float | None = None) -> torch.dtype:
+    """What "auto" means here: the operator's SPECSCOPE_DTYPE when set; else bf16 on a GPU, and on a CPU with bf16
+    matrix units unless the model is small (`weights_mb`, its fp32 safetensors, below BF16_MIN_MB: the embedded
+    pair, whose per-op overhead outweighs its products, runs faster in fp32 with the kernels measured for it);
+    else fp32."""
+    own = os.environ.get("SPECSCOPE_DTYPE", "").strip().lower()
+    if own and own != "auto":
+        if own not in DTYPES:
+            raise ModelLoadError(f"SPECSCOPE_DTYPE={own!r}: use auto, fp32 or bf16")
+        return DTYPES[own]
+    if device.type == "cuda":
+        return torch.bfloat16
+    big = weights_mb is None or weights_mb >= BF16_MIN_MB
+    return torch.bfloat16 if native_bf16() and big else torch.float32
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, str(dtype))
+
+
+def why_dtype(dtype: torch.dtype, device: torch.device) -> str:
+    """One line for the page and the bench: which precision, and why "auto" would choose it here."""
+    if os.environ.get("SPECSCOPE_DTYPE", "").strip().lower() not in ("", "auto"):
+        return f"{dtype_name(dtype)} (SPECSCOPE_DTYPE)"
+    if device.type == "cuda":
+        return f"{dtype_name(dtype)} (a GPU)"
+    if not native_bf16():
+        return f"{dtype_name(dtype)} (this CPU has no bf16 matrix units)"
+    if dtype == torch.float32:
+        return f"fp32 (this CPU has bf16 matrix units, but fp32 was asked for or the model is under {BF16_MIN_MB} MB)"
+    return "bf16 (this CPU has bf16 matrix units: AVX512-BF16 / AMX)"
+
+
+def weights_mb(folder: str) -> float | None:
+    """A local model's safetensors size (None for a Hub id: every supported Hub model is large)."""
+    path = Path(folder)
+    return sum(f.stat().st_size for f in path.glob("*.safetensors")) / 1e6 if path.is_dir() else None
+
+
+def pick_dtype(name: str, device: torch.device, weights: float | None = None) -> torch.dtype:
+    """'auto' (default_dtype) or an explicit name, e.g. fp32 on CUDA for the device check."""
     if name == "auto":
-        return default_dtype(device)
+        return default_dtype(device, weights)
     if name not in DTYPES:
         raise ModelLoadError(f"unknown dtype '{name}'; use auto, {', '.join(DTYPES)}")
     return DTYPES[name]
@@ -59,6 +103,12 @@ def hub_offline() -> bool:
 
 def _source(name: str) -> tuple[str, bool]:
     """(what to pass to from_pretrained, whether it is a local folder)."""
+    if name in REAL_MODELS:
+        folder = model_dir(name)
+        if not complete(folder):
+            raise ModelLoadError(f"'{name}' is not fetched on this machine yet: run python -m cli.get_model {name} "
+                                 f"(once, at install time)")
+        return str(folder), True
     path = Path(name).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -126,7 +176,7 @@ def _load_model(name: str, device: str, dtype: str = "auto") -> CausalLM:
         dev = pick_device(device)
     except ValueError as exc:
         raise ModelLoadError(str(exc)) from None
-    torch_dtype = pick_dtype(dtype, dev)
+    torch_dtype = pick_dtype(dtype, dev, weights_mb(src) if local else None)
     config, kw = _load_config(src, local, name)
     if config.model_type not in SUPPORTED_FAMILIES:
         raise ModelLoadError(f"'{name}' is a '{config.model_type}' model; supported families: {', '.join(SUPPORTED_FAMILIES)}")

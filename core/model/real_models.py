@@ -65,3 +65,14 @@ def resolve(name: str) -> str:
     if name in REAL_MODELS:
         return str(model_dir(name))
     return name
+
+
+def real_model_of(name: str) -> RealModel | None:
+    """The real model a load name means: its short name, or the folder get_model wrote for it."""
+    if name in REAL_MODELS:
+        return REAL_MODELS[name]
+    try:
+        path = Path(name).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+    return next((m for m in REAL_MODELS.values() if path == model_dir(m.name).resolve()), None)
