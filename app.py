@@ -23,7 +23,7 @@ from ui.http_guard import DeepLinkGuard
 from ui.importer import max_bytes
 from ui.knobs import SAMPLING_KNOBS, Knob
 from ui.limits import engine_concurrency, state_capacity, state_ttl_s, torch_threads
-from ui.models import EMBEDDED, model_box_info, pair_choices, preload
+from ui.models import default_model, model_box_info, pair_choices, preload
 from ui.open_link import share_link, wire_open
 from ui.preset_line import running_html, wire_running
 from ui.preview import PREVIEW
@@ -217,10 +217,10 @@ def model_block() -> dict:
     """The model accordion: a curated (target, EAGLE-3 head) pair or the embedded one, the target and draft
     boxes it fills (the draft box names the head when the drafter is eagle3), and the chat template toggle."""
     with gr.Accordion("Model", open=False):
-        pair = gr.Dropdown(pair_choices(), value=EMBEDDED, label="model pair", elem_id="model-pair",
+        pair = gr.Dropdown(pair_choices(), value=default_model(), label="model pair", elem_id="model-pair",
                            info="a target with the EAGLE-3 head published for it (only those this server allows)")
         with gr.Row():
-            target = gr.Textbox("embedded", label="target model", info=model_box_info(), elem_id="model-target")
+            target = gr.Textbox(default_model(), label="target model", info=model_box_info(), elem_id="model-target")
             draft = gr.Textbox("embedded", label="draft model or EAGLE-3 head", elem_id="model-draft",
                                info="drafter model: a draft LM sharing the target's tokenizer; drafter eagle3: a head "
                                     "published for this target")

@@ -3,6 +3,8 @@ embedded and tiny test models to another device or precision, and SPECSCOPE_TEST
 threshold of the greedy equivalence checks: scripts/device_check.sh runs the same tests on CUDA this way."""
 import os
 
+os.environ.setdefault("SPECSCOPE_MODEL", "embedded")  # the page (and every app a test starts) opens on the
+# embedded pair, the suite's fast workhorse; tests/test_real_model.py opens it on the real model itself
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads (and for every app or CLI a test starts):
 # the test models' ops are far too small to split across threads, which only contend (README: 44% slower)
 

@@ -17,6 +17,7 @@ from ui.config import RunConfig
 from ui.gpu import remote
 from ui.importer import ImportedRun, import_trace
 from ui.knobs import SAMPLING_KNOBS, validate
+from core.model.real_models import REAL_MODELS
 from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.preview import preview_panels
 from ui.priority import interactive
@@ -269,6 +270,8 @@ def export_trace(run: Run | None) -> tuple:
 def choose_pair(target: str) -> tuple:
     """A pair from the model menu fills the target and draft boxes, the eagle3 drafter in every tab and chat
     auto; the embedded pair puts the embedded models back."""
+    if target in REAL_MODELS:  # a real model fetched here: its own head, trained here, is the draft box's default
+        return (target, EMBEDDED, "auto", *(["eagle3"] * 3))
     pair = pair_of(target)
     head = pair.head if pair is not None else EMBEDDED
     return (target if pair is not None else EMBEDDED, head, "auto", *([DEFAULT_DRAFTER if pair is None else "eagle3"] * 3))

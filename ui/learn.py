@@ -4,9 +4,10 @@ decoding for the first time. Notation follows SPEC.md."""
 INTRO = """**SpecScope** runs speculative decoding for real, one step at a time. A cheap drafter guesses
 several tokens; the target model p checks all of them in a single forward pass and keeps the longest
 run it agrees with, plus one token of its own. Every number on this page is measured on this machine.
-By default the target is *embedded*: a 12-layer, 12 M-parameter model trained here on Python library code,
-so it writes Python-shaped text that often loops — that is the small model, not speculative decoding, which
-always yields exactly what the target alone would (pick a real model under *Model* when the server allows)."""
+The target is the one named under *Model*: **SmolLM2-135M-Instruct** (a real 30-layer chat model, fetched when
+the server was installed, with an EAGLE-3 head and exit heads trained here for it) or *embedded* (a 12-layer,
+12 M-parameter model trained here on Python library code, which writes Python-shaped text that often loops —
+that is the small model, not speculative decoding, which always yields exactly what the target alone would)."""
 
 STEP = """**What a step is.** One draft phase, then one verification forward of the target. The step commits
 τ tokens: the accepted drafted tokens plus the target's *bonus* token (so τ ≥ 1 always). The draft spent
@@ -14,8 +15,8 @@ STEP = """**What a step is.** One draft phase, then one verification forward of 
 
 TREE = """**The tree.** Instead of one guess per position, a tree drafts several alternatives, so one miss does
 not end the step. The target verifies the whole tree at once (each node only sees its own ancestors) and
-walks down while its choice is one of the drafted children. Green nodes were accepted, red ones were
-judged and lost (drawn as a cross), grey rings were never reached because their parent lost; the star is
+walks down while its choice is one of the drafted children. Blue dots (●) were accepted, vermillion crosses
+(✕) were judged and lost, grey rings (○) were never reached because their parent lost; the gold star (★) is
 the bonus token. Depths are numbered from d = 0, the first drafted token, everywhere on the page. Node size
 is the path score p(u), the product of the draft's q along the path."""
 

@@ -16,9 +16,34 @@ from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, DrafterFactory, dra
 from core.drafters.contract import Drafter
 from core.eagle3.loading import HeadLoadError
 from core.model.causal_lm import CausalLM
+from core.model.real_models import REAL_MODELS, complete, model_dir
 from core.model.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelLoadError, hub_offline, hub_reachable, load_model
 
 EMBEDDED = "embedded"
+REAL = "smollm2"  # the real model fetched at install time (python -m cli.get_model smollm2), heads trained here
+
+
+def real_fetched(name: str = REAL) -> bool:
+    return complete(model_dir(name))
+
+
+def default_model() -> str:
+    """The model the page opens on: the real model when it was fetched at install time, else the embedded pair;
+    SPECSCOPE_MODEL=embedded keeps the embedded pair (the test suite's fast workhorse)."""
+    want = os.environ.get("SPECSCOPE_MODEL", REAL).strip() or REAL
+    if want == EMBEDDED or want not in REAL_MODELS or not real_fetched(want):
+        return EMBEDDED
+    return want
+
+
+def model_label(name: str) -> str:
+    """How the page names the loaded model (never a server path)."""
+    real = REAL_MODELS.get(name)
+    if real is not None:
+        return f"{real.title} (a real pretrained model, Q4_1 weights dequantized; heads trained here)"
+    if name in ("", EMBEDDED):
+        return "the embedded 12 M-parameter model trained here"
+    return name
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Small models of the supported families, in pairs that share a tokenizer (a target and its draft), and the
 # published EAGLE-3 head of the smallest curated pair below.
@@ -103,8 +128,11 @@ def offered_pairs(policy: HubPolicy | None = None) -> list[Pair]:
 
 
 def pair_choices() -> list[tuple[str, str]]:
-    """The model menu: the embedded pair, then the curated pairs this server allows, by target id."""
-    return [("embedded: the 12 M model trained here (offline)", EMBEDDED)] + \
+    """The model menu: the real model fetched at install time (when it was), the embedded pair, then the curated
+    pairs this server allows, by target id."""
+    real = [(f"{m.title}: real model, EAGLE-3 head and exit heads trained here (offline)", m.name)
+            for m in REAL_MODELS.values() if real_fetched(m.name)]
+    return real + [("embedded: the 12 M model trained here (offline)", EMBEDDED)] + \
         [(p.label(), p.target) for p in offered_pairs()]
 
 
@@ -115,11 +143,12 @@ def pair_of(target: str) -> Pair | None:
 def model_box_info() -> str:
     """What the page says it may load (shown under the model box)."""
     p = hub_policy()
+    real = "".join(f"'{m}', " for m in REAL_MODELS if real_fetched(m))
     if not p.enabled:
-        return f"'embedded' only: Hub models are off on this server ({p.why})"
+        return f"{real}'embedded' only: Hub models are off on this server ({p.why})"
     ids = "any Llama / Qwen2 / Qwen3 / Mistral id" if "*" in p.allow else ", ".join(p.allow)
     offline = "; HF_HUB_OFFLINE is set, so only models already in the local cache" if hub_offline() else ""
-    return f"'embedded' or a Hub id: {ids} (safetensors up to {p.max_mb:,} MB){offline}"
+    return f"{real}'embedded' or a Hub id: {ids} (safetensors up to {p.max_mb:,} MB){offline}"
 
 
 def hub_size_mb(name: str) -> float:
@@ -157,6 +186,10 @@ def resolve_model(name: str, role: str) -> str:
     if name in ("", EMBEDDED):
         env = "SPECSCOPE_TARGET" if role == "target" else "SPECSCOPE_DRAFT"
         return os.environ.get(env, DEFAULT_TARGET if role == "target" else DEFAULT_DRAFT)
+    if name in REAL_MODELS:
+        if not real_fetched(name):
+            raise ValueError(f"'{name}' was not fetched on this server (python -m cli.get_model {name}); use 'embedded'")
+        return name
     if not HUB_ID.match(name) or ".." in name or Path(name).expanduser().exists():
         raise ValueError(f"'{name}' is not a Hub id like 'Qwen/Qwen2.5-0.5B'; local paths cannot be loaded from the page")
     check_hub(name, hub_policy())
@@ -191,7 +224,7 @@ def get_models(target_name: str, draft_name: str, needs_draft: bool, drafter: st
     if drafter not in DRAFTERS:
         raise ValueError(f"unknown drafter '{drafter}' (choose from {', '.join(DRAFTERS)})")
     target_src = resolve_model(target_name, "target")
-    if (target_name or "").strip() not in ("", EMBEDDED):  # a visitor's Hub id, not the operator's
+    if (target_name or "").strip() not in ("", EMBEDDED, *REAL_MODELS):  # a visitor's Hub id, not the operator's
         check_size(target_src, hub_policy())
     try:
         target = load_model(target_src, device())  # load_model serialises loads itself

@@ -14,7 +14,7 @@ import gradio as gr
 from ui import handlers as h
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS
-from ui.models import DEFAULT_DRAFTER
+from ui.models import DEFAULT_DRAFTER, default_model
 from ui.run import Run
 from ui.share import DEFAULT_LAYERS, FIELDS, fill, read_query, share_query
 from ui.view_specs import ViewSpec
@@ -46,7 +46,7 @@ def link_values(view: str, params: Mapping[str, str]) -> dict:
 def page_values(spec: ViewSpec, given: dict) -> dict:
     """Every value a Step of `spec` reads, as the page holds them after the link filled its fields."""
     values = {k.name: k.default for k in (*spec.knobs, *SAMPLING_KNOBS)}
-    values.update(prompt=default_prompt(), target="embedded", draft="embedded", drafter=DEFAULT_DRAFTER, auto=False,
+    values.update(prompt=default_prompt(), target=default_model(), draft="embedded", drafter=DEFAULT_DRAFTER, auto=False,
                   chat="auto", exit_layers=DEFAULT_LAYERS)
     return {**values, **given}
 

@@ -11,7 +11,7 @@ import threading
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.config import RunConfig
-from ui.models import DEFAULT_DRAFTER
+from ui.models import DEFAULT_DRAFTER, default_model
 from ui.run import Run
 from ui.worker import cost_curve
 from ui.views import outcome_panels
@@ -29,7 +29,7 @@ NOTE = ("Preview: step 1 of the example prompt at the default knobs, computed wh
 def default_config(method: str, knobs: list[Knob]) -> RunConfig:
     s = {k.name: k.default for k in SAMPLING_KNOBS}
     return RunConfig(method, default_prompt(), tuple((k.name, k.default) for k in knobs), s["temperature"],
-                     int(s["seed"]), int(s["max_new_tokens"]))
+                     int(s["seed"]), int(s["max_new_tokens"]), target=default_model())
 
 
 class Preview:
@@ -73,7 +73,7 @@ class Preview:
 def warm_cost_curves() -> None:
     """auto's cost curves for the default drafter, measured at start-up (once per machine: they are kept on
     disk) with a line in the log, so a visitor's first auto step never waits for them."""
-    cost_curve("embedded", "embedded", DEFAULT_DRAFTER)
+    cost_curve(default_model(), "embedded", DEFAULT_DRAFTER)
 
 
 PREVIEW = Preview()

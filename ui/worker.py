@@ -18,11 +18,13 @@ from core.eagle3.readout import PositionTally, drafter_context
 from core.engine import Session, SessionError
 from core.methods import build_method
 from core.model.chat import ChatPrompt, prepare_prompt
+from core.model.loading import why_dtype
+from core.model.real_models import REAL_MODELS
 from core.snapshot import Snapshot, restore, take_snapshot
 from core.trace import StepTrace
 from ui.gpu import gpu
 from ui.limits import cached_sessions
-from ui.models import get_models
+from ui.models import get_models, model_label
 
 
 def timed_step(session: Session) -> float:
@@ -150,7 +152,7 @@ def session_for(cfg, token: str, snap: Snapshot | None) -> tuple[Live, bool]:
 def steps_duration(cfg, token: str, snap: Snapshot | None, n: int = 1) -> float:
     """Seconds to reserve on a ZeroGPU worker for a rebuild (prefill) and `n` steps. Kept small: ZeroGPU charges
     the reservation (×1.5) against a visitor's daily quota (docs/spaces.md); a Hub model up to ~8B gets more."""
-    small = cfg.target in ("", "embedded")
+    small = cfg.target in ("", "embedded", *REAL_MODELS)
     return (5 + n) if small else (10 + 2 * n)
 
 
@@ -190,9 +192,11 @@ def static_step(cfg, prefix: list[int]) -> StepTrace:
 @gpu(duration=20)
 def load_pair(target: str, draft: str) -> str:
     """Load the chosen pair now, so the first Step does not pay for it; one line about it."""
-    t, d = get_models(target, draft, needs_draft=True)
-    return (f"Loaded target '{target or 'embedded'}' ({t.num_layers} layers, {len(t.tokenizer)} tokens) and "
-            f"draft '{draft or 'embedded'}' ({d.lm.num_layers} layers), on {t.device}.")
+    real = (target or "").strip() in REAL_MODELS
+    t, d = get_models(target, draft, needs_draft=True, drafter="eagle3" if real else "model")
+    drafted = "its EAGLE-3 head (trained here)" if real else f"draft '{draft or 'embedded'}' ({d.lm.num_layers} layers)"
+    return (f"Loaded {model_label(target)} ({t.num_layers} layers, {len(t.tokenizer)} tokens, "
+            f"{why_dtype(t.dtype, t.device)}) and {drafted}, on {t.device}.")
 
 
 @gpu(duration=60)
