@@ -12,6 +12,7 @@ and never written to disk.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -30,6 +31,7 @@ from core.trace import ROOT
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 DRAFT_WIDTHS = (1, 2, 4, 8, 16, 32)
 CONTEXT = 256  # cached tokens the timed forwards attend to
+MAX_N = 4096  # no curve of ours times more rows than this; a stored one that does is not ours
 CACHE_DIR = cache_home()
 _MEMO: dict[str, "CostModel"] = {}  # the machine's curves, shared read-only like the weights; they expire
 OUTLIER = 1.25  # a forward timed this much above a larger forward was slowed by load (a quiet CPU's spread is well inside it)
@@ -50,6 +52,21 @@ class CostModel:
     fingerprint: str = ""  # the machine it was measured on (core/model/cost_cache.fingerprint)
     retimed: list[int] = field(default_factory=list)  # verify sizes timed again as outliers
     flag: str = ""  # why this curve is not trusted (it does not rise with n even after re-timing); "" when fine
+
+    def __post_init__(self) -> None:
+        """A curve read back from disk is checked field by field: a file that only looks like one is measured again."""
+        def sizes_ok(xs) -> bool:
+            return (isinstance(xs, list) and all(type(x) is int and 0 < x <= MAX_N for x in xs)
+                    and all(a < b for a, b in zip(xs, xs[1:])))
+
+        def times_ok(xs, n: int) -> bool:
+            return (isinstance(xs, list) and len(xs) == n
+                    and all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in xs))
+        if not (isinstance(self.key, str) and sizes_ok(self.verify_n) and self.verify_n
+                and times_ok(self.verify_ms, len(self.verify_n)) and sizes_ok(self.draft_width)
+                and times_ok(self.draft_ms, len(self.draft_width)) and isinstance(self.flag, str)
+                and isinstance(self.retimed, list) and isinstance(self.measured_at, (int, float))):
+            raise ValueError("not a cost curve")
 
     def t_verify(self, n: float) -> float:
         """Milliseconds of one target forward over n new tokens (pending + tree nodes), read on the
@@ -214,7 +231,7 @@ def measure_costs(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: b
         try:
             _MEMO[key] = CostModel(**stored)
             return _MEMO[key]
-        except TypeError:  # a file of another shape: measure
+        except (TypeError, ValueError):  # a file of another shape, or values no measurement gives: measure
             pass
     (progress or log.info)(f"measuring this machine's cost curves ({target.device}, {target.name}, drafter "
                            f"{drafter.name}): a few seconds")

@@ -9,6 +9,8 @@ import hashlib
 import json
 import os
 import platform
+import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,18 +58,33 @@ def fresh_enough(data: dict, machine: str, now: float | None = None) -> bool:
     return data.get("fingerprint") == machine and 0 <= age < max_age_s()
 
 
+MAX_BYTES = 1 << 20  # a plan or curve is a few kB; anything larger is not ours
+
+
 def load(path: Path, machine: str) -> dict | None:
-    """The stored curve's fields, or None when missing, unreadable, stale or from another machine."""
+    """The stored fields, or None when missing, not a regular file (a FIFO would block the read, a link may point
+    anywhere), larger than any file of ours, unreadable, stale or from another machine. The caller still
+    checks every field it reads (a valid JSON file is not a valid plan)."""
     try:
-        data = json.loads(path.read_text())
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read(MAX_BYTES + 1))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and fresh_enough(data, machine) else None
 
 
 def save(path: Path, data: dict) -> None:
+    """Written whole or not at all: into a temporary file beside it, then renamed over it (a rename replaces a
+    link or anything else at the path itself, never what a link points to)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data))
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cost-", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(data))
+        os.replace(tmp, path)
     except OSError:
         pass  # a read-only home: the in-memory copy still serves this process

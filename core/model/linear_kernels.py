@@ -37,7 +37,8 @@ log = logging.getLogger("specscope")
 
 LINEAR, NARROW, PACKED = "linear", "narrow", "packed"
 KERNELS = (LINEAR, NARROW, PACKED)
-SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 64)  # row counts timed; a T between two uses the lower one's kernel
+SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 64)
+MAX_ROWS = 4096  # a plan names kernels for at most this many rows (ours stop at SIZES[-1]); a larger one is not ours  # row counts timed; a T between two uses the lower one's kernel
 MARGIN = 0.05  # another kernel replaces F.linear only where it is at least this much faster
 MIN_MB = 4.0  # smaller models keep F.linear everywhere: their products cost less than choosing would
 MEASURE_MB = 64.0  # the products timed: the model's first ones up to this size (past any CPU's cache)
@@ -61,6 +62,11 @@ class LinearPlan:
     kernels: tuple[str, ...]
 
     def __post_init__(self) -> None:  # the kernel for every T up to the last size, read on every product call
+        sizes, kernels = self.sizes, self.kernels
+        if (not isinstance(sizes, tuple) or not isinstance(kernels, tuple) or not sizes or len(sizes) != len(kernels)
+                or any(type(t) is not int for t in sizes) or sizes[0] != 1 or sizes[-1] > MAX_ROWS
+                or any(a >= b for a, b in zip(sizes, sizes[1:])) or any(k not in KERNELS for k in kernels)):
+            raise ValueError(f"not a kernel plan: sizes {sizes!r}, kernels {kernels!r}")
         by_rows = tuple(self.kernels[max(0, bisect.bisect_right(self.sizes, t) - 1)]
                         for t in range(self.sizes[-1] + 1))
         object.__setattr__(self, "_by_rows", by_rows)
@@ -249,10 +255,11 @@ def plan_for(products: list[Product], device: torch.device, signature: str) -> L
     stored = cost_cache.load(path, machine)
     if stored is not None:
         try:
-            plan = _MEMO[key] = LinearPlan(tuple(stored["sizes"]), tuple(stored["kernels"]))
+            plan = LinearPlan(tuple(stored["sizes"]), tuple(stored["kernels"]))  # checked field by field
+            _MEMO[key] = plan
             return plan
         except (KeyError, TypeError, ValueError):
-            pass
+            log.info("ignoring a stored kernel plan that is not one of ours (%s); measuring again", path)
     sample, mb = [], 0.0
     for p in products:
         sample.append(p)

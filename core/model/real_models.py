@@ -5,11 +5,12 @@
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MODELS_HOME = REPO / ".cache" / "models"  # git-ignored: the weights are hundreds of MB
+MODELS_HOME = REPO / ".cache" / "models"  # git-ignored: the weights are hundreds of MB (SPECSCOPE_MODELS_DIR moves it)
 HEADS_HOME = REPO / "assets" / "models"
 NEEDED = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
 
@@ -47,7 +48,8 @@ REAL_MODELS = {
 
 
 def model_dir(name: str) -> Path:
-    return MODELS_HOME / name
+    own = os.environ.get("SPECSCOPE_MODELS_DIR", "").strip()
+    return (Path(own).expanduser() if own else MODELS_HOME) / name
 
 
 def complete(folder: Path) -> bool:
