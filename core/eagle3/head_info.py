@@ -36,6 +36,7 @@ class HeadInfo:
     notes: tuple[str, ...] = ()  # what was accepted quietly, ignored or derived
     warnings: tuple[str, ...] = ()  # what was loaded but should be looked at (config keys ignored by name):
     # the CLI's line and the page's compatibility readout show these
+    trained: str = ""  # for a head trained here: on what, and its held-out agreement (its metrics.json)
 
     def to_dict(self) -> dict:
         """A small JSON-able dict (for the trace export and the page)."""
@@ -54,5 +55,7 @@ class HeadInfo:
         parts = [f"{self.dialect} layout", self.taps_text(), vocab, f"{self.layers} layer{'s' * (self.layers > 1)}"]
         if self.variants:
             parts.append("variants: " + ", ".join(self.variants))
+        if self.trained:
+            parts.append(self.trained)
         parts += [f"warning: {w}" for w in self.warnings]
         return "; ".join(parts)
