@@ -145,7 +145,8 @@ def trained_text(folder: Path) -> str:
     try:
         m = json.loads((folder / "metrics.json").read_text())
         agree = ", ".join(f"{float(a):.0%}" for a in m["agreement"][:4])
-        return f"trained here on {str(m.get("data_text", "the embedded target's training split (Python stdlib code)"))[:200]}; held-out agreement by depth {agree}"
+        data = str(m.get("data_text", "the embedded target's training split (Python stdlib code)"))[:200]
+        return f"trained here on {data}; held-out agreement by depth {agree}"
     except (OSError, ValueError, KeyError, TypeError):
         return ""
 
