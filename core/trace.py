@@ -129,6 +129,8 @@ class SpecBoundStep:
     d_max_asked: int = 0  # the d_max knob as given (d_max above is clamped to L); 0 in older exports
     head_agreement: list[float] = field(default_factory=list)  # held-out top-1 agreement with the last layer of the
     # heads it exits through, per layer ℓ = 1..L−1, from their training record; empty when unknown (the lens)
+    lens_agreement: list[float] = field(default_factory=list)  # the same for the logit lens on the same held-out
+    # text (what the layers gave before the heads were trained); empty when not recorded
     exact_depths: list[int] = field(default_factory=list)  # per exit record, the layers its token had computed
     # (exactly) when verification took it over; empty in older exports (their depths were prefix minima)
 

@@ -118,11 +118,15 @@ def heads_note(trace) -> str:
     heads = None if d is None else d.heads
     if heads == "logit-lens":
         return ("Exit heads: none trained for this model, so each layer is read through the model's own final norm "
-                "and LM head (logit lens); confidences are lower than trained heads would give.")
+                "and LM head (the logit lens), which was only ever trained on the last layer: a shallow layer's "
+                "confidence here is not the chance that it agrees with the last layer (it can be high and wrong).")
     if not heads:
         return ""
-    agree = "; ".join(f"ℓ{ell} {a:.0%}" for ell, a in enumerate(d.head_agreement, start=1))
-    agree = f" Held-out agreement with the last layer: {agree}." if agree else ""
+    lens = d.lens_agreement if len(d.lens_agreement) == len(d.head_agreement) else []
+    agree = "; ".join(f"ℓ{ell} {a:.0%}" + (f" (lens {lens[ell - 1]:.0%})" if lens else "")
+                      for ell, a in enumerate(d.head_agreement, start=1))
+    than = " (in brackets: the logit lens on the same text, before these heads were trained)" if lens else ""
+    agree = f" Held-out agreement with the last layer{than}: {agree}." if agree else ""
     return f"Exit heads: {HEAD_KINDS.get(heads, heads)}.{agree}"
 
 

@@ -66,6 +66,7 @@ class LayerHeads(WholeLogits, torch.nn.Module):
         self.kind = PAPER
         self.exit_layers: tuple[int, ...] | None = None  # the check set measured best for these heads (META)
         self.agreement: list[float] | None = None  # held-out top-1 agreement with the final layer, per ℓ (META)
+        self.lens_agreement: list[float] | None = None  # the logit lens's, on the same text (META)
 
     @classmethod
     def logit_lens(cls, lm: CausalLM, ids: torch.Tensor) -> "LayerHeads":
@@ -142,4 +143,6 @@ def load_layer_heads(lm: CausalLM, folder: Path) -> LayerHeads | None:
     heads.exit_layers = tuple(int(x) for x in meta["exit_layers"]) if meta.get("exit_layers") else None
     agreement = meta.get("heldout", {}).get("head")
     heads.agreement = [float(a) for a in agreement] if agreement else None
+    lens = meta.get("heldout", {}).get("lens")
+    heads.lens_agreement = [float(a) for a in lens] if lens else None
     return heads.to(lm.device).eval().requires_grad_(False)

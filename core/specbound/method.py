@@ -142,7 +142,8 @@ class SpecBoundMethod:
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
             exact_depths=block.depth[block.n_pending - 1: block.n_pending - 1 + len(block.exits)],
-            head_agreement=list(plan.heads.agreement or []))
+            head_agreement=list(plan.heads.agreement or []),
+            lens_agreement=list(getattr(plan.heads, "lens_agreement", None) or []))
 
 
 def parse_exit_layers(text: str) -> ExitLayers:
