@@ -24,6 +24,7 @@ from core.ar import ARMethod
 from core.engine import Session
 from core.metrics import modelled_r, speedup
 from core.model.exit_heads import heads_for, store_exit_layers
+from core.model.chat import CHAT_MODES, ChatError, prepare_prompt
 from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES, load_model
 from core.prompts import ASSET_PROMPTS, read_prompts
 from core.specbound.method import build_specbound_method
@@ -47,14 +48,14 @@ class SettingResult:
         return modelled_r(self.mat, 1.0, self.delta)  # SpecBound's δ is already in target forwards: c = 1
 
 
-def run(lm, method, prompts: list[str], max_new_tokens: int) -> tuple[list, float]:
+def run(lm, method, prompts: list[list[int]], max_new_tokens: int) -> tuple[list, float]:
     results, t0 = [], time.perf_counter()
     for p in prompts:
         results.append(Session(lm, method, p, max_new_tokens=max_new_tokens).generate())
     return results, time.perf_counter() - t0
 
 
-def measure_setting(lm, knobs: dict, prompts: list[str], max_new_tokens: int) -> SettingResult:
+def measure_setting(lm, knobs: dict, prompts: list[list[int]], max_new_tokens: int) -> SettingResult:
     method = build_specbound_method(record_raw=False, **knobs)  # timed as the bench times it: no page-only work
     results, wall = run(lm, method, prompts, max_new_tokens)
     traces = [t for r in results for t in r.traces]
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> None:
                          "grid's first setting), and store the fastest set with the heads as SpecBound's default")
     ap.add_argument("--repeat", type=int, default=1, help="passes over AR and every setting, interleaved")
     ap.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    ap.add_argument("--chat", default="auto", choices=CHAT_MODES, help="the target's chat template around each "
+                    "prompt (auto: when its tokenizer has one), as cli.bench and cli.generate do")
     ap.add_argument("--preset", default=None, choices=knobs.presets_for("specbound"),
                     help="the knobs the grid does not set (default: paper; fast with --choose-exit-layers, whose "
                          "stored set is the fast preset's)")
@@ -102,7 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.repeat < 1:
         raise SystemExit("error: --repeat must be at least 1")
     lm = load_model(args.model, "cpu", args.dtype)
-    prompts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
+    texts = [r["prompt"] for r in read_prompts(args.prompts)][: args.n]
+    try:
+        prompts = [prepare_prompt(lm.tokenizer, t, args.chat).ids for t in texts]  # as decoding sees them
+    except ChatError as exc:
+        raise SystemExit(f"error: --chat {args.chat}: {exc}") from None
     preset = args.preset or ("fast" if args.choose_exit_layers else "paper")
     grid = [{"preset": preset, **g} for g in parse_grid(args.grid)]
     if args.choose_exit_layers:

@@ -18,6 +18,12 @@
 #   profile (1)    one TALON step phase by phase (scripts/step_profile.py)
 #   rows (1)       the target's products for 1..8 rows, in cache and streamed, five layouts (scripts/row_cost.py)
 #   kernels (1)    the kernel × row-count table behind the CPU plan, measured anew (scripts/kernel_plan.py)
+# The real model (python -m cli.get_model smollm2 first; not in the default set), on held-out requests no head
+# was trained on (assets/prompts/real.jsonl, chat template), docs/bench/real_model.md:
+#   real-cost (3)  SmolLM2's t_verify(n) through our own forward in fp32 and in bf16
+#   real-exit (8)  the fast preset's exit layer chosen on SmolLM2 (writes assets/models/smollm2/layer_heads.json)
+#   real (20)      methods × drafters on SmolLM2 in the precision auto picks here, with transformers' peers
+#   real-fp32 (12) every method and drafter against AR in fp32 (the ≠AR column must read 0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
@@ -28,6 +34,7 @@ mkdir -p "$out"
 export OMP_NUM_THREADS=1
 P=(--prompts assets/prompts/heldout.jsonl --max-new-tokens 64)
 bench() { python -m cli.bench "${P[@]}" "$@"; }
+REAL_METHODS=ar,talon@eagle3,static@eagle3,chain@eagle3,talon@eagle3:preset=auto,talon@lookup:preset=embedded,chain@lookup,talon@self:preset=embedded:N=4,specbound,specbound:alpha=0,specbound:preset=fast,specbound:preset=fast:alpha=0
 
 for s in "${sections[@]}"; do
   echo "== $s ($(date -u +%H:%M:%S))"
@@ -74,6 +81,17 @@ for s in "${sections[@]}"; do
     mu)
       M=ar; for D in eagle3 model lookup; do for mu in 0.03 0.05 0.1 0.2 0.3; do M=$M,talon@$D:mu=$mu; done; M=$M,talon@$D:mu_schedule=adaptive; done
       bench --limit 12 --preset embedded --repeat 2 --methods "$M" ;;
+    real-cost)
+      for dt in fp32 bf16; do python -m cli.cost_curve --model smollm2 --drafter eagle3 --dtype "$dt"; done ;;
+    real-exit)
+      python -m cli.tune_specbound --model smollm2 --prompts assets/prompts/real.jsonl --n 6 --max-new-tokens 48 \
+        --choose-exit-layers --grid alpha=0.5 tau_exit=0.3 d_max=4 w_max=3 ;;
+    real)
+      python -m cli.bench --model smollm2 --prompts assets/prompts/real.jsonl --limit 12 --max-new-tokens 64 --peers \
+        --peer-exit-layers 8,15 --methods "$REAL_METHODS" ;;
+    real-fp32)
+      python -m cli.bench --model smollm2 --dtype fp32 --prompts assets/prompts/real.jsonl --limit 12 \
+        --max-new-tokens 32 --methods "$REAL_METHODS" ;;
     profile)
       python scripts/step_profile.py ;;
     rows)
