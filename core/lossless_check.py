@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
 
 from core.engine import Session
 from core.model.causal_lm import CausalLM
 
 EPS = 1e-4
+HALF_EPS = 0.0625  # bf16 / fp16: one bf16 step at a logit of about 10 (8-bit mantissas)
 MAX_NEAR_TIE_SHARE = 0.05  # near-ties are rare; a run full of them would hide a real bug behind the rule
 
 
@@ -21,6 +23,20 @@ class Report:
     compared: int = 0
     near_ties: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+
+
+def near_tie_eps(target: CausalLM) -> float:
+    """The top-2 gap below which the target's own arithmetic may flip its choice: EPS in fp32, one bf16 step in
+    the half precisions (where batched and one-row products round differently far more often)."""
+    return EPS if target.dtype == torch.float32 else max(EPS, HALF_EPS)
+
+
+def first_difference(target: CausalLM, prompt_ids: list[int], ref: list[int], got: list[int]) -> tuple[int, float] | None:
+    """Where a run first parts from AR and the target's top-2 logit gap there; None when they agree."""
+    if ref == got:
+        return None
+    i = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+    return i, top2_gap(target, prompt_ids + ref[:i])
 
 
 def top2_gap(target: CausalLM, context: list[int]) -> float:
