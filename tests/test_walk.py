@@ -147,7 +147,7 @@ def test_without_any_step_the_walk_says_so(monkeypatch):
     monkeypatch.setattr(w.PREVIEW, "runs", {})
     out = w.open_walk("talon", run=None, replay=1)
     assert "press Step first" in out["walk_text"] and out["walk_at"] is None
-    assert "preview" in w.follow("talon", run=None, trace=None)["walk_note"]
+    assert "preview" not in w.follow("talon", run=None, trace=None)["walk_note"]  # none to announce (issue 46)
 
 
 def test_walk_view_clamps_the_stage():

@@ -21,6 +21,7 @@ from core.model.real_models import REAL_MODELS
 from ui.models import DEFAULT_DRAFTER, EMBEDDED, pair_of
 from ui.preview import preview_panels
 from ui.priority import interactive
+from ui.redact import no_paths
 from ui.run import Run
 from ui.tempfiles import write_export
 from ui.view_specs import SAMPLING, ViewSpec
@@ -34,16 +35,17 @@ log = logging.getLogger("specscope")
 
 def user_error(exc: Exception, name: str) -> gr.Error:
     """The one line a visitor sees for an exception, escaped (a toast renders HTML, and a message may quote a
-    file's contents): expected problems keep their message and are logged as one line; others get a short
-    message and their traceback goes to the server log."""
+    file's contents) and without any server path (ui/redact.py): expected problems keep their message and are
+    logged as one line; others get a short message and their traceback goes to the server log."""
     if isinstance(exc, gr.Error):
+        exc.message = no_paths(str(exc.message))
         return exc
     if isinstance(exc, ValueError):  # SessionError, knob, file and model problems: written for users
         log.info("%s: %s", name, one_line(str(exc)))
-        return gr.Error(esc(one_line(str(exc)), quote=False), print_exception=False)
+        return gr.Error(esc(no_paths(one_line(str(exc))), quote=False), print_exception=False)
     log.exception("handler %s failed", name)
-    return gr.Error(esc(f"something went wrong ({type(exc).__name__}: {one_line(str(exc))}); your session is kept",
-                        quote=False), print_exception=False)
+    said = f"something went wrong ({type(exc).__name__}: {one_line(no_paths(str(exc)))}); your session is kept"
+    return gr.Error(esc(said, quote=False), print_exception=False)
 
 
 def one_line(text: str, most: int = 400) -> str:

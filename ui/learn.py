@@ -1,13 +1,25 @@
 """Short explanations shown beside the views they explain, written for someone meeting speculative
 decoding for the first time. Notation follows SPEC.md."""
+from __future__ import annotations
 
-INTRO = """**SpecScope** runs speculative decoding for real, one step at a time. A cheap drafter guesses
-several tokens; the target model p checks all of them in a single forward pass and keeps the longest
-run it agrees with, plus one token of its own. Every number on this page is measured on this machine.
-The target is the one named under *Model*: **SmolLM2-135M-Instruct** (a real 30-layer chat model, fetched when
-the server was installed, with an EAGLE-3 head and exit heads trained here for it) or *embedded* (a 12-layer,
-12 M-parameter model trained here on Python library code, which writes Python-shaped text that often loops —
-that is the small model, not speculative decoding, which always yields exactly what the target alone would)."""
+from ui.models import EMBEDDED, default_model, model_label
+
+EMBEDDED_NOTE = (" It learned from Python library code, so it writes Python-shaped text that often loops — that "
+                 "is the small model, not speculative decoding, which always yields exactly what the target alone "
+                 "would.")
+
+
+def intro(model: str) -> str:
+    """The page's first paragraph, naming the model it opens on (ui/models.default_model) and only that one, so
+    a page opened on another target never describes the embedded pair as its own."""
+    return ("**SpecScope** runs speculative decoding for real, one step at a time. A cheap drafter guesses several "
+            "tokens; the target model p checks all of them in a single forward pass and keeps the longest run it "
+            "agrees with, plus one token of its own. Every number on this page is measured on this machine. The "
+            f"page opens on **{model_label(model)}**; the target every view runs is the one named under *Model*, "
+            "and the line above each view names it." + (EMBEDDED_NOTE if model == EMBEDDED else ""))
+
+
+INTRO = intro(default_model())
 
 STEP = """**What a step is.** One draft phase, then one verification forward of the target. The step commits
 τ tokens: the accepted drafted tokens plus the target's *bonus* token (so τ ≥ 1 always). The draft spent

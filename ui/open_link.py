@@ -18,6 +18,7 @@ from ui.models import DEFAULT_DRAFTER, default_model
 from ui.run import Run
 from ui.share import DEFAULT_LAYERS, FIELDS, fill, read_query, share_query
 from ui.view_specs import ViewSpec
+from ui.walk import invite_html
 
 STEP = "step"
 MAX_STEPS = 32  # steps a link may ask the page to run while it loads
@@ -65,14 +66,20 @@ def open_view(spec: ViewSpec, request: gr.Request | None = None, **options) -> d
     step, note = read_step(params)
     named = params.get("tab", "talon") == spec.name and step is not None
     if not given and not named:
-        return h.load(spec, **options)
+        return preview_view(spec, options)
     if note and named:
         gr.Warning(note)
     try:
         return h.step(spec, step if named else 1, **page_values(spec, {**given, **options}), run=None)
     except gr.Error as exc:  # the link's settings cannot run (a prompt too long, say): one line, and the preview
         gr.Warning(f"The shared link's settings could not be run: {exc.message}")
-        return h.load(spec, **options)
+        return preview_view(spec, options)
+
+
+def preview_view(spec: ViewSpec, options: dict) -> dict:
+    """The start-up preview (waited for), and the walk's line beside it: the preview's invitation only when the
+    preview exists."""
+    return {**h.load(spec, **options), "walk_note": invite_html(spec.name)}
 
 
 def share_link(view: str, values: dict) -> str:
@@ -88,10 +95,11 @@ def wire_open(demo: gr.Blocks, spec: ViewSpec, c: dict, **engine) -> None:
     """On page load: `open_view` (the link's run or the preview, waited for outside the engine's queue slots,
     as the preview always was), then for a link's run its slower panels (`engine`: their queue settings)."""
     options = tuple(spec.options)
+    outputs = (*spec.outputs, "walk_note")  # the walk's line: the preview's invitation once it is drawn
 
     def load(request: gr.Request, *values):
         update = open_view(spec, request, **dict(zip(options, values)))
-        return tuple(update.get(n, gr.skip()) for n in spec.outputs)
+        return tuple(update.get(n, gr.skip()) for n in outputs)
 
     def extras(run, *values):
         if not isinstance(run, Run) or not run.traces:  # the preview: nothing more to draw
@@ -100,7 +108,7 @@ def wire_open(demo: gr.Blocks, spec: ViewSpec, c: dict, **engine) -> None:
         return tuple(update.get(n, gr.skip()) for n in spec.extras)
 
     load.__name__, extras.__name__ = f"{spec.name}_open", f"{spec.name}_open_extras"
-    demo.load(load, [c[n] for n in options], [c[n] for n in spec.outputs], api_visibility="private",
+    demo.load(load, [c[n] for n in options], [c[n] for n in outputs], api_visibility="private",
               show_progress="hidden", concurrency_limit=None).then(
         extras, [c["run"], *(c[n] for n in spec.extras_inputs)], [c[n] for n in spec.extras],
         api_visibility="private", show_progress="hidden", **engine)

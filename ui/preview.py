@@ -11,7 +11,7 @@ import threading
 from ui.examples import default_prompt
 from ui.knobs import SAMPLING_KNOBS, SPECBOUND_KNOBS, TALON_KNOBS, Knob
 from ui.config import RunConfig
-from ui.models import DEFAULT_DRAFTER, default_model
+from ui.models import DEFAULT_DRAFTER, default_model, model_label
 from ui.run import Run
 from ui.worker import cost_curve
 from ui.views import outcome_panels
@@ -21,9 +21,9 @@ log = logging.getLogger("specscope")
 WAIT_S = 180.0  # how long a page load waits for the start-up step (models may still be loading)
 LABEL = " · preview, computed at start-up"  # beside its figures' titles (Run.label): never the visitor's own
 WATERMARK = "PREVIEW"
-NOTE = ("Preview: step 1 of the example prompt at the default knobs, computed when the server started. "
-        "“Walk me through this step” (above) shows how it was built, stage by stage; press Step to start your own "
-        "run (the prompt and knobs above are yours).")
+NOTE = ("Preview: step 1 of the example prompt on {model} at the default knobs, computed when the server "
+        "started. “Walk me through this step” (above) shows how it was built, stage by stage; press Step to start "
+        "your own run (the prompt and knobs above are yours).")
 
 
 def default_config(method: str, knobs: list[Knob]) -> RunConfig:
@@ -41,20 +41,15 @@ class Preview:
         self.error = ""
 
     def compute(self) -> None:
+        """Each view's start-up step on its own: one that fails is left out (the page then announces no preview
+        for that view, ui/walk.invite_html) and never takes the other with it."""
         try:
-            talon = Run.start(default_config("talon", TALON_KNOBS))
-            talon.step()
-            talon.shadow(0, dict(talon.config.knobs))
-            self.runs["talon"] = talon
-            specbound = Run.start(default_config("specbound", SPECBOUND_KNOBS))
-            specbound.step()
-            self.runs["specbound"] = specbound
-            for run in self.runs.values():
-                run.forget()  # only the traces are drawn from now on
-                run.label = LABEL
-        except Exception as exc:  # a preview must never stop the server; the page says what happened
-            log.exception("start-up preview failed")
-            self.error = f"The start-up preview could not be computed ({type(exc).__name__}: {exc})."
+            for method, knobs in (("talon", TALON_KNOBS), ("specbound", SPECBOUND_KNOBS)):
+                try:
+                    self.runs[method] = first_step(method, knobs)
+                except Exception as exc:  # a preview must never stop the server; the log says what happened
+                    log.exception("start-up preview of %s failed", method)
+                    self.error = f"The start-up preview could not be computed ({type(exc).__name__}: {exc})."
         finally:
             self.ready.set()
         try:  # after the preview, which page loads wait for
@@ -66,8 +61,10 @@ class Preview:
         self.ready.wait(WAIT_S)
         return self.runs.get(method)
 
-    def note(self) -> str:
-        return message_html(self.error or NOTE)
+    def note(self, run: Run) -> str:
+        """The stats panel under a preview step: what it is and which model it ran on (a failure of the other
+        view's preview is the server log's, never this view's)."""
+        return message_html(NOTE.format(model=model_label(run.config.target)))
 
 
 def warm_cost_curves() -> None:
@@ -77,6 +74,18 @@ def warm_cost_curves() -> None:
 
 
 PREVIEW = Preview()
+
+
+def first_step(method: str, knobs: list[Knob]) -> Run:
+    """Step 1 of the example prompt at the default knobs (TALON's with its static tree), labelled as a preview;
+    only its traces are kept."""
+    run = Run.start(default_config(method, knobs))
+    run.step()
+    if method == "talon":
+        run.shadow(0, dict(run.config.knobs))
+    run.forget()
+    run.label = LABEL
+    return run
 
 
 def preview_panels(method: str, render, **options) -> dict:
@@ -90,7 +99,7 @@ def preview_panels(method: str, render, **options) -> dict:
         for fig in out.values():
             if hasattr(fig, "add_annotation"):
                 watermark(fig)
-        out["stats"] = PREVIEW.note()
+        out["stats"] = PREVIEW.note(run)
     return out
 
 

@@ -13,6 +13,7 @@ import gradio as gr
 
 from ui.handlers import friendly
 from ui.limits import state_ttl_s
+from ui.models import model_label
 from ui.preview import PREVIEW
 from ui.run import forget
 from ui.views import clamp
@@ -21,14 +22,17 @@ from viz.walk_view import walk_view
 
 BUTTON = "Walk me through this step"
 INVITE = {
-    "talon": "This is a preview, computed when the server started: step 1 of the example prompt at the default "
-             "knobs. “Walk me through this step” shows how its tree was built, stage by stage: the root's Top-K, "
-             "each level's gate, the budget, the one verification pass, the walk down, the bonus token. Step "
+    "talon": "This is a preview on {model}, computed when the server started: step 1 of the example prompt at the "
+             "default knobs. “Walk me through this step” shows how its tree was built, stage by stage: the root's "
+             "Top-K, each level's gate, the budget, the one verification pass, the walk down, the bonus token. Step "
              "starts your own run.",
-    "specbound": "This is a preview, computed when the server started: step 1 of the example prompt at the "
-                 "default knobs. “Walk me through this step” follows each drafted token through the layers and "
+    "specbound": "This is a preview on {model}, computed when the server started: step 1 of the example prompt at "
+                 "the default knobs. “Walk me through this step” follows each drafted token through the layers and "
                  "its exit checks, then the one verification. Step starts your own run.",
 }
+# before the start-up step is ready, or when it could not be computed: no preview is claimed
+NO_STEP = ("Press Step to start a run; “Walk me through this step” then shows how the step shown was built, "
+           "stage by stage.")
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ def walk_block(view: str) -> dict:
     with gr.Row(equal_height=True, elem_classes="ss-walk-bar"):
         button = gr.Button(BUTTON, elem_id=f"{view}-walk", size="sm", min_width=200, scale=0,
                            elem_classes="ss-invite")
-        note = gr.HTML(note_html("preview", esc(INVITE[view])), elem_id=f"{view}-walk-note", min_height=0)
+        note = gr.HTML(invite_html(view), elem_id=f"{view}-walk-note", min_height=0)
     with gr.Row(visible=False, equal_height=False, elem_id=f"{view}-walk-panel", elem_classes="ss-walk") as panel:
         with gr.Column(scale=2, min_width=300):  # the sentence beside its picture, so both fit one screen
             text = gr.HTML(elem_id=f"{view}-walk-text", min_height=0)
@@ -61,6 +65,16 @@ def walk_block(view: str) -> dict:
 
 
 DRAWING = ("show_pruned", "annealed")
+
+
+def invite_html(view: str) -> str:
+    """The line beside the button before the visitor's own step: the start-up preview's invitation, naming the
+    model it ran on, only when that step exists (a page load draws it: ui/open_link.py); otherwise, before it is
+    ready or when it failed, no preview is announced."""
+    preview = PREVIEW.runs.get(view)
+    if preview is None or not preview.traces:
+        return note_html("none", esc(NO_STEP))
+    return note_html("preview", esc(INVITE[view].format(model=model_label(preview.config.target))))
 
 
 def note_html(kind: str, html: str) -> str:
@@ -124,7 +138,7 @@ def follow(view: str, run=None, trace: dict | None = None, walk_at: WalkAt | Non
     source, preview = shown_run(view, run)
     out: dict = {"walk": gr.Button(elem_classes=["ss-invite"] if preview or source is None else [])}
     if preview or source is None:
-        out["walk_note"] = note_html("preview", esc(INVITE[view]))
+        out["walk_note"] = invite_html(view)
     else:
         index = clamp(source, position(source, trace))
         kind = "imported" if getattr(source, "label", "") else "yours"

@@ -14,9 +14,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from core.auto.cost_model import CostModel, measure_costs
+from core.drafters.contract import Drafter
 from core.eagle3.readout import PositionTally, drafter_context
 from core.engine import Session, SessionError
 from core.methods import build_method
+from core.model.causal_lm import CausalLM
 from core.model.chat import ChatPrompt, prepare_prompt
 from core.model.loading import why_dtype
 from core.model.real_models import REAL_MODELS
@@ -24,7 +26,8 @@ from core.snapshot import Snapshot, restore, take_snapshot
 from core.trace import StepTrace
 from ui.gpu import gpu
 from ui.limits import cached_sessions
-from ui.models import get_models, model_label
+from ui.models import drafter_weights, get_models, model_label, new_drafter
+from ui.redact import no_paths
 
 
 def timed_step(session: Session) -> float:
@@ -42,12 +45,39 @@ def new_session(cfg, prefix: list[int] | None = None) -> tuple[Session, list[tup
     (in the target's chat template when cfg.chat says so) or from `prefix` ids. Also the prompt as the page
     shows it: (text, added by the template?) parts."""
     m = build_method(cfg.method, **dict(cfg.knobs))
-    target, draft = get_models(cfg.target, cfg.draft, m.needs_draft, cfg.drafter, dict(cfg.knobs))
+    target, _ = get_models(cfg.target, cfg.draft, False, cfg.drafter)
+    draft = session_drafter(cfg, target) if m.needs_draft else None
     tok = target.tokenizer
     if prefix is not None:
         return Session(target, m, prefix, cfg.sampling, cfg.max_new_tokens, draft), []
     cp = prepare_prompt(tok, cfg.prompt, cfg.chat)
     return Session(target, m, cp.ids, cfg.sampling, cfg.max_new_tokens, draft), prompt_parts(tok, cp)
+
+
+FIX = {  # what would make a drafter run on a target it cannot draft for
+    "model": "name a draft LM that shares the target's tokenizer (one of its family) in the draft box under Model",
+    "eagle3": "name the EAGLE-3 head published for this target in the draft box under Model",
+    "self": "set ℓ_self between 1 and the target's layers − 1",
+}
+ANY_TARGET = ("lookup", "self")  # drafters that run on any target
+
+
+def session_drafter(cfg, target: CausalLM) -> Drafter:
+    """A fresh drafter of the chosen kind for the session; one that cannot run on this target is refused in one
+    line that names the model and says why and what would make it run."""
+    try:
+        return new_drafter(cfg.drafter, target, drafter_weights(cfg.drafter, cfg.draft), dict(cfg.knobs))
+    except ValueError as exc:
+        raise ValueError(drafter_refusal(cfg.drafter, cfg.target, str(exc))) from None
+
+
+def drafter_refusal(drafter: str, target: str, reason: str) -> str:
+    """"drafter 'model' cannot run on <model>: <why>; to run it, <fix>; lookup and self run on any target"."""
+    why = no_paths(reason.split(": ", 1)[1] if reason.startswith(f"drafter '{drafter}' cannot be used") else reason)
+    fix = f"; to run it, {FIX[drafter]}" if drafter in FIX else ""
+    others = [d for d in ANY_TARGET if d != drafter]
+    return (f"drafter '{drafter}' cannot run on {model_label(target or 'embedded')}: {why}{fix}; "
+            f"{' and '.join(others)} run{'s' * (len(others) == 1)} on any target")
 
 
 def prompt_parts(tok, cp: ChatPrompt) -> list[tuple[str, bool]]:

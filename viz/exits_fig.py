@@ -263,7 +263,7 @@ def compare_note(fig: go.Figure, trace: StepTrace, labels: list[str], depths: li
 
 def exit_bars(trace: StepTrace | None, height: int = 300, verify: bool = False,
               compare: int | None = None) -> go.Figure:
-    """Exit depth of each drafted token, coloured by the target's verdict; a token that hit d_max is red-edged.
+    """Exit depth of each drafted token, coloured by the target's verdict; a token that hit d_max is black-edged.
     `verify`: also the layers the verification pass computed above them; `compare`: a rejected node's q vs p."""
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,

@@ -10,8 +10,8 @@ STATUS_COLORS = {
     "unreached": "#9e9e9e",  # grey: its parent was never accepted, so the target never judged it
     "pruned": "#8c8c8c",  # faint: scored by the policy but cut (gate, budget, Top-K, rerank)
     "root": "#3f6fd8",  # the last committed token (mid blue: visible on light and dark)
-    "bonus": "#e69f00",  # orange: the target's own token that ends every step (a star)
-    "bonus_text": "#8a4b00",  # the bonus underline in the text: dark enough to read on every step hue
+    "bonus": "#e69f00",  # gold (Okabe-Ito's orange): the target's own token that ends every step (a star)
+    "bonus_text": "#8a4b00",  # dark amber: the bonus underline in the text, dark enough to read on every step hue
     "more": "#b0b0b0",  # a folded group of children ("+27 more")
     "drafted": "#7b61a8",  # drafted, not yet judged: the walk's stages before verification (viz/walk.py)
     "focus": "#e6550d",  # the ring around what a walk stage is about

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from core.trace import ROOT, StepTrace
-from viz.escape import esc
+from viz.escape import plot_text
 from viz.palette import FONT, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS
 from viz.title_legend import stack_top
 
@@ -16,10 +16,12 @@ LEGEND = {  # the tree's legend: a word each, so three fit a row on a phone (the
     "accepted": "accepted", "rejected": "rejected", "unreached": "unjudged", "pruned": "pruned",
     "more": "folded", "drafted": "drafted", "focus": "this stage", "bonus": "bonus",
 }
-from viz.tree_layout import ROOT_KEY, build_graph, collapse_wide, leaves, node_key, tidy_layout
+from viz.tree_layout import (ROOT_KEY, build_graph, collapse_wide, drawn_rows, fold_deep, leaves, node_key,
+                              tidy_layout)
 
 LABEL_SLOTS = 14  # up to this many leaf slots every node is labelled; beyond, only the accepted path
 LEVEL_PX = 62  # vertical room per depth: a two-line level label and a token label between rows
+MAX_HEIGHT_PX = 1400  # a tree figure is never taller, however deep the tree (deep ones are folded: tree_layout)
 
 
 @dataclass(frozen=True)
@@ -45,21 +47,30 @@ def visible(text: str) -> str:
 
 
 def show_token(text: str) -> str:
-    """A token for a plot label, escaped: Plotly reads tags in hover and tick text."""
-    return esc(visible(text))
+    """A token for a plot label, escaped for Plotly (viz/escape.plot_text): it reads tags in hover and tick text."""
+    return plot_text(visible(text))
 
 
 def short(text: str, limit: int = 10) -> str:
     """A token label that says when it was cut (hover always has the whole token); cut before escaping,
     so an entity is never cut in half."""
     t = visible(text)
-    return esc(t if len(t) <= limit else t[: limit - 1] + "…")
+    return plot_text(t if len(t) <= limit else t[: limit - 1] + "…")
 
 
 def natural_height(trace: StepTrace | None) -> int:
-    """Enough height for every depth's labels plus the bonus row, title and legend."""
+    """Enough height for every drawn depth's labels plus the bonus row, title and legend; bounded, since a
+    very deep tree is drawn folded (viz/tree_layout.fold_deep)."""
     depth = max((n.depth for n in trace.nodes), default=0) if trace is not None else 0
-    return max(460, 170 + LEVEL_PX * (depth + 3))
+    rows = drawn_rows(depth, path_end(trace)) if trace is not None else 1
+    return min(MAX_HEIGHT_PX, max(460, 170 + LEVEL_PX * (rows + 2)))
+
+
+def path_end(trace: StepTrace) -> int:
+    """The depth where the accepted path ends (its bonus token hangs there; -1: the root): a deep tree is
+    folded around it, never over it."""
+    at = trace.choices[-1].at if trace.choices else ROOT
+    return trace.nodes[at].depth if 0 <= at < len(trace.nodes) else -1
 
 
 def marker_size(score: float) -> float:
@@ -82,6 +93,13 @@ def _hover(trace: StepTrace, i: int, choices: dict, verdicts: bool = True) -> st
         text, prob = choices[n.parent]
         lines.append(f"target chose {show_token(text)} here (p = {prob:.3f})")
     return "<br>".join(lines)
+
+
+def _row_tick(trace: StepTrace, row, reveal: Reveal = WHOLE) -> str:
+    """Axis label of a drawn row: a depth's (`_level_tick`), or the folded depths' behind a gap."""
+    if row.kind != "gap":
+        return _level_tick(trace, row.depth, reveal)
+    return "" if row.depth > reveal.depth else f"<b>d={row.depth}…{row.last}</b><br>folded"
 
 
 def _level_tick(trace: StepTrace, depth: int, reveal: Reveal = WHOLE) -> str:
@@ -107,7 +125,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     `height` to trees shown side by side, so their levels line up; `reveal` draws only what a walk stage has
     done (on the whole tree's layout)."""
     fig = go.Figure()
-    height = height or natural_height(trace)
+    height = min(MAX_HEIGHT_PX, height or natural_height(trace))
     fig.update_layout(template="plotly_white", font=dict(family=FONT, size=12), height=height,
                       margin=dict(l=8, r=8, b=8), showlegend=True, hoverlabel=dict(align="left"))
     fig.update_xaxes(visible=False, fixedrange=True)
@@ -120,9 +138,10 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
     keep = {node_key(i) for i in trace.accepted_path}
     if trace.choices:
         keep.add(node_key(trace.choices[-1].at))
-    g = collapse_wide(build_graph(trace, show_pruned), keep)
+    g = fold_deep(collapse_wide(build_graph(trace, show_pruned), keep), path_end(trace))
     pos = tidy_layout(g)
     labels_all = leaves(g) <= LABEL_SLOTS
+    rows = {level: g.nodes[key]["view"] for key, (_, level) in pos.items()}  # what each drawn row stands for
     if reveal != WHOLE:
         g = g.subgraph([k for k, v in g.nodes(data="view") if v.kind == "root" or v.depth <= reveal.depth])
     choices = _choice_at(trace)
@@ -134,7 +153,7 @@ def tree_figure(trace: StepTrace | None, show_pruned: bool = True, title: str = 
         _draw_bonus(fig, pos, trace)
     levels = sorted({level for _, level in pos.values()})
     fig.update_yaxes(visible=True, showgrid=False, zeroline=False, tickvals=levels, automargin=True,
-                     ticktext=[_level_tick(trace, level - 1, reveal) for level in levels], tickfont=dict(size=9),
+                     ticktext=[_row_tick(trace, rows[level], reveal) for level in levels], tickfont=dict(size=9),
                      range=[max(levels) + 1.15, -0.45], autorange=False)  # reversed, with room for the bonus
     xs = [x for x, _ in pos.values()]
     pad = max(0.9, 0.06 * (max(xs) - min(xs)))  # labels centred on the edge nodes stay inside
@@ -147,8 +166,9 @@ def _draw_edges(fig: go.Figure, g, pos: dict, trace: StepTrace, verdicts: bool =
     accepted = {node_key(i) for i in trace.accepted_path if verdicts} | {ROOT_KEY}
     groups = {"path": ([], []), "other": ([], []), "pruned": ([], [])}
     for a, b in g.edges:
-        kind = g.nodes[b]["view"].kind
-        group = "pruned" if kind in ("pruned", "more") else "path" if (a in accepted and b in accepted) else "other"
+        kinds = {g.nodes[a]["view"].kind, g.nodes[b]["view"].kind}
+        folded = kinds & {"pruned", "more", "gap"}
+        group = "pruned" if folded else "path" if (a in accepted and b in accepted) else "other"
         xs, ys = groups[group]
         xs += [pos[a][0], pos[b][0], None]
         ys += [pos[a][1], pos[b][1], None]
@@ -172,7 +192,18 @@ def _group_hover(trace: StepTrace, v, verdicts: bool = True) -> str:
             f"level stays readable:<br>" + "<br>".join(names) + more)
 
 
+def _gap_hover(trace: StepTrace, v) -> str:
+    """A folded run of depths: how many nodes it stands for, and the first few drafted ones."""
+    drafted = [trace.nodes[int(k[1:])] for k in v.hidden if k.startswith("n")][:6]
+    names = [f"{show_token(n.text)} (d = {n.depth})" for n in drafted]
+    listed = f":<br>{', '.join(names)} …" if names else ""
+    return (f"<b>… {v.count} more</b> nodes at depths d = {v.depth}…{v.last}, folded so the tree stays a readable "
+            f"height (the levels table lists every depth){listed}")
+
+
 def _node_status(trace: StepTrace, v, verdicts: bool = True) -> str:
+    if v.kind == "gap":
+        return "more"
     if v.kind in ("root", "pruned", "more"):
         return v.kind
     return trace.nodes[v.index].status if verdicts else "drafted"
@@ -212,6 +243,8 @@ def _point(trace: StepTrace, v, choices: dict, labels_all: bool, reveal: Reveal)
             f"<br>target chose {show_token(root_choice[0])} (p = {root_choice[1]:.3f})" if root_choice else ""), ""
     if v.kind == "more":
         return 20, _group_hover(trace, v, verdicts), f"+{v.count}"
+    if v.kind == "gap":
+        return 20, _gap_hover(trace, v), f"… {v.count} more"
     if v.kind == "pruned":
         c = trace.pruned[v.index]
         return marker_size(c.score), (f"<b>{show_token(c.text)}</b> · depth {c.depth}<br>q = {c.q:.3f} · "

@@ -1,7 +1,10 @@
 """A tidy top-down layout for draft trees: depth goes down, leaves get evenly spaced slots and each
 parent sits centred over its children. Very wide levels are collapsed: each parent shows its best few
 children and one "+k more" node standing for the rest (listed on hover), so a 60-node TALON level stays
-readable in a half-width panel instead of drawing its nodes on top of each other."""
+readable in a half-width panel instead of drawing its nodes on top of each other. Very deep trees are folded
+too: the first HEAD_LEVELS depths, the last TAIL_LEVELS and the rows where the accepted path ends are drawn, and
+each run of depths between stands behind one "… n more" node, so a 1024-token chain draws at most 18 rows, not
+1024 (a figure 64,000 px tall froze the browser tab)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,18 +15,21 @@ from core.trace import ROOT, StepTrace
 
 ROOT_KEY = "root"
 MAX_SLOTS = 28  # leaf slots a half-width panel shows legibly (~20 px each)
+HEAD_LEVELS = 10  # depths drawn from the top of a very deep tree
+TAIL_LEVELS = 3  # depths drawn at its bottom, below the folded middle
 
 
 @dataclass
 class TreeNodeView:
     """One drawable node: a drafted node, a pruned candidate, the root, or a collapsed group."""
     key: str  # "root", "n<i>" (drafted node i), "x<j>" (pruned candidate j) or "more:<parent>"
-    kind: str  # root | node | pruned | more
+    kind: str  # root | node | pruned | more | gap (folded middle depths, "… n more")
     index: int  # index into nodes / pruned; -1 for the root and groups
-    depth: int  # -1 for the root
+    depth: int  # -1 for the root; a gap's first folded depth
     score: float  # p(u); 1 for the root; the best hidden score for a group
     hidden: list[str] = field(default_factory=list)  # a group's folded children, best first
     count: int = 0  # a group's folded nodes, their subtrees included
+    last: int = -1  # a gap's last folded depth
 
 
 def node_key(i: int) -> str:
@@ -89,6 +95,59 @@ def collapse_wide(g: nx.DiGraph, keep: set[str], max_slots: int = MAX_SLOTS) -> 
         if leaves(h) <= max_slots:
             return h
     return h
+
+
+def folded_runs(deepest: int, focus: int = -1, head: int = HEAD_LEVELS, tail: int = TAIL_LEVELS) -> list[range]:
+    """The runs of depths a tree `deepest` deep draws as one gap row each: all but the first `head` depths, the
+    last `tail`, and the rows around `focus` (where the accepted path ends: its parent, it, its children), in
+    runs of two or more (a gap row in place of one depth saves nothing)."""
+    shown = set(range(head)) | set(range(deepest - tail + 1, deepest + 1)) | {focus - 1, focus, focus + 1}
+    runs, start = [], None
+    for d in range(deepest + 2):
+        if d <= deepest and d not in shown:
+            start = d if start is None else start
+        elif start is not None:
+            runs += [range(start, d)] if d - start >= 2 else []
+            start = None
+    return runs
+
+
+def drawn_rows(deepest: int, focus: int = -1) -> int:
+    """How many depth rows a tree `deepest` deep is drawn with: one per depth, a folded run counting as one."""
+    return deepest + 1 - sum(len(run) - 1 for run in folded_runs(deepest, focus))
+
+
+def fold_deep(g: nx.DiGraph, focus: int = -1) -> nx.DiGraph:
+    """Each folded run of depths (`folded_runs`) becomes one gap node under each node just above it that had
+    children there; the first nodes below the run hang from it, so a long chain reads 'first nodes, … n more,
+    last nodes'. Shallow trees come back unchanged."""
+    views = dict(g.nodes(data="view"))
+    for run in folded_runs(max(v.depth for v in views.values()), focus):
+        g = _fold_run(g, run)
+    return g
+
+
+def _fold_run(g: nx.DiGraph, run: range) -> nx.DiGraph:
+    """One run of depths folded: its nodes (and groups) removed, a gap node standing for them."""
+    views = dict(g.nodes(data="view"))
+    first, after = run.start, run.stop
+    h = g.copy()
+    h.remove_nodes_from([k for k, v in views.items() if v.kind != "root" and first <= v.depth < after])
+    for top in [k for k, v in views.items() if v.depth == first - 1 and g.out_degree(k)]:
+        below = nx.descendants(g, top)
+        hidden = sorted((k for k in below if first <= views[k].depth < after), key=_order)
+        key = f"gap:{top}"
+        best = max((views[k].score for k in hidden), default=0.0)
+        count = sum(views[k].count if views[k].kind == "more" else 1 for k in hidden)
+        h.add_node(key, view=TreeNodeView(key, "gap", -1, first, best, hidden, count, after - 1))
+        h.add_edge(top, key)
+        h.add_edges_from((key, k) for k in below if views[k].depth == after)
+    return h
+
+
+def _order(key: str) -> tuple[int, int]:
+    """Drafted nodes first, by index (depth order along a chain), then pruned candidates and groups."""
+    return (0, int(key[1:])) if key[0] == "n" and key[1:].isdigit() else (1, 0)
 
 
 def tidy_layout(g: nx.DiGraph, root: str = ROOT_KEY) -> dict[str, tuple[float, float]]:

@@ -1,12 +1,13 @@
 """One walk stage drawn: its sentence as HTML (every quoted number in a span naming the trace field it comes
 from) and its picture, by the same renderers the views use (the tree with a Reveal, SpecBound's heatmap up to a
-token, the exit bars). Everything that reaches HTML goes through viz/escape.py."""
+token, the exit bars). Everything that reaches HTML goes through viz/escape.py (esc), and everything that reaches a
+Plotly picture through its plot_text."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
 from core.trace import StepTrace
-from viz.escape import esc, num
+from viz.escape import esc, num, plot_text
 from viz.exits_fig import confidence_heatmap, exit_bars
 from viz.titles import wrap_title
 from viz.tree_fig import natural_height, tree_figure, visible
@@ -65,4 +66,4 @@ def walk_view(trace: StepTrace, shadow: StepTrace | None, at: int, heading: str,
     at = max(0, min(at, len(all_stages) - 1))
     title = f"{heading} · {all_stages[at].name}"
     return (stage_html(all_stages, at, heading),
-            stage_figure(trace, shadow, all_stages[at], esc(title), show_pruned, annealed), at)
+            stage_figure(trace, shadow, all_stages[at], plot_text(title), show_pruned, annealed), at)
