@@ -16,15 +16,16 @@ def hub_on(monkeypatch):
 
 
 def test_the_menu_offers_only_pairs_the_operator_allows(hub_on, monkeypatch):
+    real = [name for name in models.REAL_MODELS if models.real_fetched(name)]  # fetched at install: always offered
     default = [value for _, value in models.pair_choices()]
-    assert default == ["embedded", "Qwen/Qwen3-1.7B"]  # the default allow-list and size cap: the smallest pair
+    assert default == [*real, "embedded", "Qwen/Qwen3-1.7B"]  # the default allow-list and size cap: the smallest pair
     monkeypatch.setenv("SPECSCOPE_HUB_MODELS", "*")
     monkeypatch.setenv("SPECSCOPE_HUB_MAX_MB", "20000")
     every = [value for _, value in models.pair_choices()]
-    assert every == ["embedded", *(p.target for p in models.PAIRS)]
+    assert every == [*real, "embedded", *(p.target for p in models.PAIRS)]
     assert "gated: needs HF_TOKEN" in dict((v, k) for k, v in models.pair_choices())["meta-llama/Llama-3.1-8B-Instruct"]
     monkeypatch.setenv("SPECSCOPE_ALLOW_HUB", "0")
-    assert [value for _, value in models.pair_choices()] == ["embedded"]
+    assert [value for _, value in models.pair_choices()] == [*real, "embedded"]
 
 
 def test_choosing_a_pair_fills_the_boxes_the_drafter_and_chat():
