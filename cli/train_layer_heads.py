@@ -112,7 +112,7 @@ on {data}: base frozen; for each layer ℓ = 1..L−1 its own RMSNorm and a line
 frequent tokens of the training text (started as the logit lens restricted to them), trained on
 KL(p̃_L ‖ q_ℓ) + {cfg.hard_weight:g}·CE(final layer's choice); {cfg.steps} steps of {cfg.batch}×{cfg.seq_len} tokens,
 AdamW lr {cfg.lr:g} (the paper's 3e-5 moved a head by less than a point of agreement in 300 steps here: see
-README, "SpecBound: why it was slow"), {res.seconds / 60:.1f} min on CPU. Stored as `layer_heads.safetensors`
+docs/bench/specbound.md, "SpecBound: why it was slow"), {res.seconds / 60:.1f} min on CPU. Stored as `layer_heads.safetensors`
 (fp16, {mb:.2f} MB) + `layer_heads.json`; SpecBound's default heads (`--exit-heads paper`).
 
 Top-1 agreement with the final layer and mean confidence (max-probability) on {m['tokens']} held-out tokens
