@@ -253,8 +253,8 @@ def new_drafter(name: str, target: CausalLM, weights: str | None = None, options
 
 
 def preload() -> None:
-    """Load the embedded pair, its EAGLE-3 head and its exit heads now, and the Hub targets (with their curated
-    heads) named in SPECSCOPE_PRELOAD. On a ZeroGPU Space (and under its emulation) every engine call runs in a
+    """Load the embedded pair, its EAGLE-3 head and its exit heads now, the real model the page opens on (with the
+    heads trained here for it), and the Hub targets (with their curated heads) named in SPECSCOPE_PRELOAD. On a ZeroGPU Space (and under its emulation) every engine call runs in a
     fresh worker: weights loaded at import are there already (Spaces packs them for the GPU); anything loaded
     inside a call is loaded again by the next one."""
     from core.model.exit_heads import heads_for
@@ -262,6 +262,9 @@ def preload() -> None:
     heads_for(target)
     if DEFAULT_DRAFTER != "model":
         new_drafter(DEFAULT_DRAFTER, target)
+    if default_model() != EMBEDDED:
+        real, _ = get_models(default_model(), EMBEDDED, needs_draft=True, drafter="eagle3")
+        heads_for(real)
     for name in [x.strip() for x in os.environ.get("SPECSCOPE_PRELOAD", "").split(",") if x.strip()]:
         pair = pair_of(name)  # an operator's curated pair (its target and head), loaded with the rest
         get_models(name, pair.head if pair else EMBEDDED, needs_draft=pair is not None, drafter="eagle3")
