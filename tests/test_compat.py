@@ -102,7 +102,9 @@ def prompts(tmp_path):
 def test_generate_names_the_head_on_stderr(prompts, capsys):
     generate.main(["--method", "talon", "--drafter", "eagle3", "--prompts", str(prompts), "--max-new-tokens", "4"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["drafter eagle3: SafeAILab layout; taps 2,6,9 (default); draft vocab 4096 of 8192; 1 layer"]
+    assert err == ["drafter eagle3: SafeAILab layout; taps 2,6,9 (default); draft vocab 4096 of 8192; 1 layer; trained "
+                   "here on the embedded target's training split (Python stdlib code); held-out agreement by depth 71%, "
+                   "70%, 68%"]
 
 
 def test_bench_shows_the_readout_as_columns(prompts, capsys):
