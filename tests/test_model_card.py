@@ -5,6 +5,7 @@ from transformers import AutoConfig
 
 from cli.model_card import render
 from core.model.loading import ASSETS
+from core.model.real_models import REAL_MODELS
 
 MODELS = ASSETS / "models"
 
@@ -31,9 +32,13 @@ def test_reproduce_command_carries_every_shape_knob(tmp_path):
 
 
 def test_weights_fit_the_budget():
-    """45 MB: the pair, the EAGLE-3 head and both kinds of exit heads (the per-layer heads add 5.8 MB)."""
-    total = sum(p.stat().st_size for p in MODELS.rglob("*.safetensors"))
-    assert total <= 45e6
+    """45 MB: the pair, the EAGLE-3 head and both kinds of exit heads (the per-layer heads add 5.8 MB); the heads
+    trained here for a real model (assets/models/<name>/) 50 MB together."""
+    real = {MODELS / name for name in REAL_MODELS}
+    embedded = sum(p.stat().st_size for p in MODELS.rglob("*.safetensors") if not real & set(p.parents))
+    assert embedded <= 45e6
+    for folder in real:
+        assert sum(p.stat().st_size for p in folder.rglob("*.safetensors")) <= 50e6
 
 
 def test_card_of_a_layerskip_target_says_both_stages(tmp_path):

@@ -48,7 +48,7 @@ def test_loopback_detection(host, loopback):
 def test_hub_is_off_by_default_on_a_public_bind_and_the_page_says_so(public_bind):
     policy = models.hub_policy()
     assert not policy.enabled and "0.0.0.0" in policy.why
-    assert models.model_box_info().startswith("'embedded' only")
+    assert "'embedded' only" in models.model_box_info()  # (after the real models fetched at install, if any)
 
 
 def test_hub_default_on_loopback_lists_what_it_may_load(monkeypatch, public_bind):

@@ -225,8 +225,8 @@ def load_pair(target: str, draft: str) -> str:
     real = (target or "").strip() in REAL_MODELS
     t, d = get_models(target, draft, needs_draft=True, drafter="eagle3" if real else "model")
     drafted = "its EAGLE-3 head (trained here)" if real else f"draft '{draft or 'embedded'}' ({d.lm.num_layers} layers)"
-    return (f"Loaded {model_label(target)} ({t.num_layers} layers, {len(t.tokenizer)} tokens, "
-            f"{why_dtype(t.dtype, t.device)}) and {drafted}, on {t.device}.")
+    return (f"Loaded target '{target or 'embedded'}' ({model_label(target)}; {t.num_layers} layers, {len(t.tokenizer)} "
+            f"tokens, {why_dtype(t.dtype, t.device)}) and {drafted}, on {t.device}.")
 
 
 @gpu(duration=60)

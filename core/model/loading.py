@@ -71,7 +71,7 @@ def why_dtype(dtype: torch.dtype, device: torch.device) -> str:
     if not native_bf16():
         return f"{dtype_name(dtype)} (this CPU has no bf16 matrix units)"
     if dtype == torch.float32:
-        return f"fp32 (this CPU has bf16 matrix units, but fp32 was asked for or the model is under {BF16_MIN_MB} MB)"
+        return f"fp32 (asked for, or under {BF16_MIN_MB} MB: auto keeps a model that small in fp32 here)"
     return "bf16 (this CPU has bf16 matrix units: AVX512-BF16 / AMX)"
 
 
