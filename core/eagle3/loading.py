@@ -163,12 +163,13 @@ def save_head(head: EagleHead, folder: str | Path, metrics: dict | None = None) 
 
 
 DEFAULT_HEAD = Path(__file__).resolve().parents[2] / "assets" / "models" / "eagle3"
-_HEADS: dict[tuple[str, str], EagleHead] = {}
+_HEADS: dict[tuple[str, str, str, str], EagleHead] = {}
 
 
 def head_for(target, folder: str | Path = DEFAULT_HEAD) -> EagleHead:
-    """The head in `folder` for `target`, loaded once per (folder, target) and shared read-only."""
-    key = (str(Path(folder).expanduser().resolve()), target.name)
+    """The head in `folder` for `target`, loaded once per (folder, target, its device and dtype: the same model loaded
+    in fp32 and in bf16 gets a head in each) and shared read-only."""
+    key = (str(Path(folder).expanduser().resolve()), target.name, str(target.device), str(target.dtype))
     if key not in _HEADS:
         _HEADS[key] = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype,
                                 target.num_layers, target.body.embed_tokens.weight)
