@@ -36,7 +36,7 @@ from cli.common import run_main
 from cli.train_utils import autocast, batch, corpus, set_lr, write_card
 from core.eagle3.head import EagleConfig, EagleHead, feature_layers
 from core.eagle3.loading import load_head, save_head
-from core.model.device import pick_device
+from core.model.device import native_bf16, pick_device
 from core.model.real_models import resolve
 
 STEP_WEIGHT = 0.8  # EAGLE-3's decay of the loss over unrolled steps
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     s0 = legs[-1].get("schedule_from", 0) if legs else 0
     head.train()
     # bf16 autocast where the device computes bf16 natively (CUDA, or a CPU with AVX512-BF16 / AMX)
-    fast_bf16 = device.type == "cuda" or torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    fast_bf16 = device.type == "cuda" or native_bf16()
     t0 = time.time()
     seen = 0
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
