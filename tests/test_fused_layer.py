@@ -85,3 +85,16 @@ def test_half_precision_uses_the_familys_own_norm():
         theirs = lm.hf(input_ids=ids[None]).logits[0].float()
     torch.testing.assert_close(ours, theirs, atol=0.1, rtol=0.05)
 
+
+
+def test_a_bf16_model_on_a_cpu_attends_in_fp32_and_stays_consistent_one_token_at_a_time():
+    """bf16 keys and values widen to fp32 exactly; the cache holds them so, and decoding one token at a time
+    reads the same logits as one pass over the whole context (to bf16's step), so AR and verification agree."""
+    lm = CausalLM(tiny_hf("llama").to(torch.bfloat16), char_tokenizer(), "tiny-bf16")
+    assert lm.cache_dtype == torch.float32 and lm.new_cache(16).k.dtype == torch.float32
+    ids = torch.arange(2, 14)
+    whole = lm.forward(ids, torch.arange(12), lm.new_cache(16)).logits  # (12, V)
+    cache = lm.new_cache(16)
+    steps = torch.cat([lm.forward(ids[t:t + 1], torch.tensor([t]), cache).logits for t in range(12)])
+    torch.testing.assert_close(steps.float(), whole.float(), atol=0.1, rtol=0.02)
+    assert CausalLM(tiny_hf("llama"), char_tokenizer(), "tiny").cache_dtype == torch.float32

@@ -219,8 +219,9 @@ def measure_costs(target: CausalLM, drafter: Drafter, reps: int = 9, use_disk: b
     """The cost model for this machine, model and drafter kind: from memory, disk, or measured now (on a
     fresh drafter of the same kind: the caller's is left alone), saying so first through `progress` (else
     the log): a measurement takes seconds, so programs call this at load time, before anything is timed.
-    A kept curve serves while it is younger than a day and from this machine; `fresh` measures anew."""
-    key = f"{target.device}|{target.name}|{target.dtype}|{drafter.identity}"
+    A kept curve serves while it is younger than a day, from this machine and under the same kernel plan (a
+    curve timed through other kernels prices every width wrongly); `fresh` measures anew."""
+    key = f"{target.device}|{target.name}|{target.dtype}|{target.plan.describe()}|{drafter.identity}"
     machine = cost_cache.fingerprint(str(target.device))
     known = None if fresh else _MEMO.get(key)
     if known is not None and cost_cache.fresh_enough(known.to_dict(), machine):

@@ -63,7 +63,7 @@ class SelfDrafter(BaseDrafter):
 
     def prefill(self, ids: list[int], feats: torch.Tensor | None, max_len: int) -> None:
         t = self.target
-        self.cache = KVCache(self.layer, t.n_kv_heads, t.head_dim, max_len, t.dtype, t.device)
+        self.cache = t.new_cache(max_len, layers=self.layer)
         head = ids[:-1]
         if head:
             self._run(head, torch.arange(len(head), device=t.device), causal_mask(0, len(head), t.device))

@@ -103,9 +103,18 @@ class CausalLM:
             text = self._texts[token_id] = self.tokenizer.decode([token_id])
         return text
 
-    def new_cache(self, max_len: int | None = None) -> KVCache:
-        return KVCache(self.num_layers, self.n_kv_heads, self.head_dim, max_len or self.max_context,
-                       self.dtype, self.device)
+    @property
+    def cache_dtype(self) -> torch.dtype:
+        """The dtype keys, values and the attention over them are kept in: fp32 for a bf16 model on a CPU, whose
+        bf16 attention cost 250 µs a layer for one query against fp32's 46 (SmolLM2's shapes, one thread,
+        docs/app.md); a bf16 key or value widens to fp32 exactly, so only the softmax and its sums gain bits.
+        The model's own dtype elsewhere."""
+        return torch.float32 if self.device.type == "cpu" and self.dtype == torch.bfloat16 else self.dtype
+
+    def new_cache(self, max_len: int | None = None, layers: int | None = None) -> KVCache:
+        """A cache for `layers` layers (default: all) of `max_len` slots (default: the model's context)."""
+        return KVCache(self.num_layers if layers is None else layers, self.n_kv_heads, self.head_dim,
+                       max_len or self.max_context, self.cache_dtype, self.device)
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.body.embed_tokens(tokens)  # (T,) -> (T, d)

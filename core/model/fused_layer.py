@@ -97,7 +97,11 @@ class FusedLayer:
     def attend(self, i: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache, start: int,
                mask: torch.Tensor, slots: torch.Tensor | None) -> torch.Tensor:
         """q (H, T, D) over the cache once k, v (H_kv, T, D) are written to it -> (T, H·D), before o_proj: the
-        part of a layer whose shapes follow the context (core/model/compiled_layer.py leaves it eager)."""
+        part of a layer whose shapes follow the context (core/model/compiled_layer.py leaves it eager). Computed
+        in the cache's dtype (CausalLM.cache_dtype), returned in q's."""
+        dtype = q.dtype
+        if k.dtype != cache.k.dtype:
+            q, k, v = q.to(cache.k.dtype), k.to(cache.k.dtype), v.to(cache.k.dtype)
         if slots is None:
             cache.write(i, start, k, v)
         else:
@@ -107,7 +111,7 @@ class FusedLayer:
             q[None], keys[None], values[None], attn_mask=mask[None, None], scale=self.scaling,
             enable_gqa=self.heads != self.kv_heads,
         )  # (1, H, T, D)
-        return out[0].transpose(0, 1).reshape(q.shape[1], self.n_q)
+        return out[0].transpose(0, 1).reshape(q.shape[1], self.n_q).to(dtype)
 
     def mlp(self, x: torch.Tensor) -> torch.Tensor:
         """down(act(gate(x)) · up(x)) with gate and up as one product: x (T, d) -> (T, d)."""

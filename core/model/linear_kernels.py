@@ -45,6 +45,7 @@ MEASURE_MB = 64.0  # the products timed: the model's first ones up to this size 
 ENV = "SPECSCOPE_LINEAR"  # auto (measure) | linear | narrow | packed (one kernel at every T)
 PACK_ENV = "SPECSCOPE_LINEAR_PACK_MAX_MB"  # packed copies double a model's weights: only below this size
 PACK_MAX_MB = 2048.0
+PLANNED_DTYPES = (torch.float32, torch.bfloat16)  # fp16 on a CPU has no fast kernel worth choosing among
 _MEMO: dict[str, "LinearPlan"] = {}  # signature -> plan, for the process
 
 
@@ -239,13 +240,13 @@ def forced_plan(value: str) -> LinearPlan | None:
 
 
 def plan_for(products: list[Product], device: torch.device, signature: str) -> LinearPlan:
-    """The plan a model's products use: PLAIN off the CPU, outside fp32 and for small models; SPECSCOPE_LINEAR
+    """The plan a model's products use: PLAIN off the CPU, outside fp32 and bf16 and for small models; SPECSCOPE_LINEAR
     when it names a kernel; else measured (about a second on the embedded target), kept on disk for a day
     keyed by the machine and `signature` (the products' shapes), and in memory for the process."""
     forced = forced_plan(os.environ.get(ENV, ""))
     if forced is not None:
         return forced
-    if device.type != "cpu" or not products or products[0].w.dtype != torch.float32 or _weights_mb(products) < MIN_MB:
+    if device.type != "cpu" or not products or products[0].w.dtype not in PLANNED_DTYPES or _weights_mb(products) < MIN_MB:
         return PLAIN
     key = f"linear-plan|{signature}"
     if key in _MEMO:
