@@ -4,7 +4,7 @@
         [--preset paper|fast] [--grid alpha=0,1,2 tau_exit=0.05,0.1 d_max=2,4,6,8 w_max=6,10 min_exit_layer=2,3]
 
 Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),
-modelled R = MAT / (1 + δ), the share of layer passes saved against AR, drafted-token acceptance,
+modelled R = MAT / (1 + δ), the share of layer passes saved against AR (exit checks counted in layers), drafted-token acceptance,
 head evaluations per token, and the wall-clock speed-up over AR measured in the same run. With --repeat R,
 AR and every setting run R times, interleaved (every other pass in reverse order), and the speed-up is over
 summed times: settings a few per cent apart swap places from run to run on a noisy machine otherwise.
@@ -61,7 +61,7 @@ def measure_setting(lm, knobs: dict, prompts: list[list[int]], max_new_tokens: i
     traces = [t for r in results for t in r.traces]
     tokens = sum(len(r.output_ids) for r in results)
     drafted = sum(len(t.nodes) for t in traces)
-    computed = sum(t.specbound.layers_computed for t in traces)
+    computed = sum(t.specbound.layers_equivalent for t in traces)  # exit checks counted in layers
     full = sum(t.specbound.layers_full_equivalent for t in traces)
     return SettingResult(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
                sum(t.accepted for t in traces) / max(1, drafted),

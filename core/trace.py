@@ -116,9 +116,11 @@ class SpecBoundStep:
     exit_layers: list[int] = field(default_factory=list)  # layers with an exit check
     layers_draft: int = 0  # layer passes spent drafting
     layers_verify: int = 0  # layer passes of the verification
-    layers_computed: int = 0
+    layers_computed: int = 0  # layer passes, drafting and verification
     layers_full_equivalent: int = 0  # τ·L: what AR would have run for the committed tokens
-    compute_saved: float = 0.0  # 1 − computed / full equivalent
+    compute_saved: float = 0.0  # 1 − layers_equivalent / layers_full_equivalent: negative when the step cost more
+    layers_equivalent: float = 0.0  # layers_computed + head_evals · head_cost_layers: everything the step ran, in
+    # layers (0 in older exports, whose compute_saved left the checks out)
     head_evals: int = 0  # exit-head checks made
     head_cost_layers: float = 0.0  # one check's cost in layer equivalents (measured)
     layers_joined: int = 0  # (token, layer) pairs drafting ran for earlier tokens carried along by a deeper one

@@ -126,6 +126,21 @@ def test_a_real_specbound_steps_numbers_and_unchecked_layers(knobs):
         assert t.display_ms > 0 and t.step_ms > 0
 
 
+def test_after_a_real_talon_step_the_visible_text_quotes_its_numbers(talon_run):
+    """Issue 46's must-show: after a TALON Step, at >= 80% of the walk's stages (here: every one) the text seen
+    without a click quotes a number of this step, and no entity shows literally."""
+    for i, t in enumerate(talon_run.traces):
+        all_stages = stages(t, talon_run.shadows.get(i))
+        seen = []
+        for at in range(len(all_stages)):
+            page = stage_html(all_stages, at, "step")
+            visible_part = re.sub(r"<details.*?</details>", "", page, flags=re.S)
+            said = visible_part.split('class="ss-walk-say"', 1)[1].split("</p>", 1)[0]
+            seen.append("ss-walk-num" in said)
+            assert not re.search(r"&amp;(#\d+|[a-z]+);", page)  # an entity escaped twice would show literally
+        assert all(seen), [s.name for s, ok in zip(all_stages, seen) if not ok]
+
+
 def test_walk_handlers_open_move_close_and_follow(talon_run):
     opened = w.open_walk("talon", run=talon_run, replay=2, show_pruned=True)
     assert opened["walk_at"] == w.WalkAt(1, 0) and "stage <b class=\"ss-walk-at\">1</b>" in opened["walk_text"]
@@ -257,17 +272,19 @@ def test_random_traces_include_the_cases_that_used_to_disagree():
     assert seen == {"gate", "budget", "never scored"}
 
 
-def test_each_stage_opens_with_one_plain_lead_and_folds_its_numbers():
-    """Issue 34, item 6: one plain sentence first (no quoted numbers in it), the details folded below."""
+def test_each_stage_opens_with_this_steps_numbers_then_its_plain_lead():
+    """Issue 46, item 1 (after issue 34's plain lead): the first sentence a visitor sees quotes this step's own
+    numbers; the plain lead follows unfolded; the rest of the details fold. On every stage of these examples."""
     for t, shadow in ((talon_example(), talon_example()), (specbound_example(), None), (chain_of(3), None)):
         all_stages = stages(t, shadow)
         for at, s in enumerate(all_stages):
             assert s.lead and s.lead.endswith(".") and s.lead.count(". ") == 0, s.name
             page = stage_html(all_stages, at, "step")
-            lead = page.split('class="ss-walk-say"', 1)[1].split("</p>", 1)[0]
-            assert "ss-walk-num" not in lead and html.escape(s.lead) in lead
-            assert page.index("ss-walk-say") < page.index("<details") < page.index("ss-walk-num")
-            assert "<details open" not in page  # folded until asked for
+            said = page.split('class="ss-walk-say"', 1)[1].split("</p>", 1)[0]
+            first = re.split(r"[.!?](?:\s|$)", re.sub(r"<[^>]+>", "", said).strip())
+            assert "ss-walk-num" in said and len([x for x in first if x.strip()]) == 1, (s.name, said)
+            assert page.index("ss-walk-say") < page.index("ss-walk-lead") and html.escape(s.lead) in page
+            assert "<details open" not in page  # the rest folded until asked for
 
 
 def test_verification_draws_what_verification_does():
@@ -306,3 +323,18 @@ def test_the_static_trees_levels_and_its_delta_agree():
     assert "kept nodes down to d = 1 only, so the picture shows 2 level(s)" in grown
     static = plain(next(s for s in stages(talon_example(), t) if s.name == "The static tree"))
     assert "3 levels, δ = 3" in static and "down to d = 1 (the deeper levels kept none)" in static
+
+
+def test_the_specbound_walk_counts_exit_checks_in_what_the_step_computed():
+    """Issue 46, item 4: 'saved' left the exit checks out (46% claimed where the step cost 98% of plain
+    decoding); now the checks are counted in layers, and a step that cost more says so instead of a negative saving."""
+    t = specbound_example()
+    sb = t.specbound
+    sb.layers_computed, sb.layers_full_equivalent, sb.head_evals, sb.head_cost_layers = 13, 24, 7, 1.5
+    sb.layers_equivalent, sb.compute_saved = 23.5, 1 - 23.5 / 24
+    text = plain(next(s for s in stages(t) if s.name == "Verification"))
+    assert "7 exit checks of 1.5 layer each: 23.5 layer equivalents" in text and "2% less" in text
+    sb.head_cost_layers, sb.layers_equivalent, sb.compute_saved = 2.0, 27.0, 1 - 27 / 24
+    text = plain(next(s for s in stages(t) if s.name == "Verification"))
+    assert "computed more than plain decoding" in text and "-" not in text.split("layer equivalents")[1][:40]
+    assert check_numbers(t, None) > 5

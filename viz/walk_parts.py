@@ -54,9 +54,9 @@ class ExitPicture:
 @dataclass(frozen=True)
 class Stage:
     name: str  # a short heading: "Root Top-K", "Level d = 2", "Verification"
-    parts: tuple[Part, ...]  # the details: how, in this step's own numbers (folded under the lead)
+    parts: tuple[Part, ...]  # what happened, in this step's own numbers: the first sentence shows, the rest folds
     picture: TreePicture | ExitPicture
-    lead: str = ""  # one plain sentence a newcomer reads first: what this stage does, without the numbers
+    lead: str = ""  # one plain sentence under it: what this stage does in any step, without the numbers
 
 
 def policy(t: StepTrace) -> str:

@@ -39,9 +39,9 @@ def grown_stage(t: StepTrace) -> Stage:
     """The tree as the drafter left it: how much of the budget it spent, and why growth stopped."""
     why = why_stopped(t)
     why = why if why.endswith(".") else why[:1].upper() + why[1:] + "."
-    parts: list[Part] = [f"{why} The tree holds |T| = ", Quote(len(t.nodes), "nodes#", "d"),
+    parts: list[Part] = ["The tree holds |T| = ", Quote(len(t.nodes), "nodes#", "d"),
                          " drafted nodes", *cap_of(t), ", for δ = ", Quote(t.delta, "delta", "g"),
-                         " draft forwards", *levels_grown(t)]
+                         " draft forwards", *levels_grown(t), f" {why}"]
     if t.score_sum is not None:
         parts += [" Σp(u) = ", Quote(t.score_sum, "score_sum", ".3g"), " is the drafter's own estimate of how many "
                   "of them the target will accept."]
@@ -126,9 +126,9 @@ def stopped(t: StepTrace) -> list[Part]:
 
 
 def walk_stage(t: StepTrace) -> Stage:
-    parts: list[Part] = ["The target walks down from the root, taking its own choice at each node and going on "
-                         "while that choice is a drafted child: ", *walked(t), *stopped(t), " Accepted: ",
-                         Quote(len(t.accepted_path), "accepted_path#", "d"), "."]
+    parts: list[Part] = ["The target accepts ", Quote(len(t.accepted_path), "accepted_path#", "d"),
+                         " drafted token(s), walking down from the root: it takes its own choice at each node and "
+                         "goes on while that choice is a drafted child: ", *walked(t), *stopped(t)]
     if t.tree is not None and t.tree.residual:
         parts.append(" (A sampled chain: the drafted token was rejected with probability 1 − p/q and the target's "
                      "token drawn from the residual max(0, p − q).)")

@@ -4,6 +4,8 @@ token, the exit bars). Everything that reaches HTML goes through viz/escape.py (
 Plotly picture through its plot_text."""
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 
 from core.trace import StepTrace
@@ -24,20 +26,33 @@ def part_html(p: Part) -> str:
     return esc(p)
 
 
-def sentence_html(stage: Stage) -> str:
-    return "".join(part_html(p) for p in stage.parts)
+SENTENCE_END = re.compile(r"[.!?](\s|$)")
+
+
+def first_sentence(parts: tuple[Part, ...]) -> tuple[list[Part], list[Part]]:
+    """The parts up to the end of their first sentence, and the rest (empty when it is one sentence): what
+    happened in this step, in its own numbers, is what a visitor pressing Next reads first."""
+    for i, p in enumerate(parts):
+        if isinstance(p, str):
+            end = SENTENCE_END.search(p)
+            if end:
+                rest = [p[end.end():], *parts[i + 1:]]
+                return [*parts[:i], p[:end.end()].rstrip()], [r for r in rest if r != ""]
+    return list(parts), []
 
 
 def stage_html(all_stages: list[Stage], at: int, heading: str) -> str:
-    """The stage's heading, its plain lead sentence, the details in this step's numbers folded below it, and
-    the list of stages with this one marked."""
+    """The stage's heading; what happened in this step, in its numbers (the first sentence of its details);
+    the stage's plain lead; the rest of the details folded; the list of stages with this one marked."""
     stage = all_stages[at]
+    said, rest = first_sentence(stage.parts)
     items = "".join(f'<li class="{"ss-on" if i == at else ""}">{esc(s.name)}</li>' for i, s in enumerate(all_stages))
+    more = (f'<details class="ss-walk-more"><summary>More, in this step\'s numbers</summary>'
+            f'<p class="ss-walk-detail">{"".join(part_html(p) for p in rest)}</p></details>' if rest else "")
     return (f'<div class="ss-walk-head">{esc(heading)} · stage <b class="ss-walk-at">{at + 1}</b> of '
             f'<b class="ss-walk-of">{len(all_stages)}</b>: <b class="ss-walk-name">{esc(stage.name)}</b></div>'
-            f'<p class="ss-walk-say" role="status" aria-live="polite">{esc(stage.lead)}</p>'
-            f'<details class="ss-walk-more"><summary>How, in this step\'s numbers</summary>'
-            f'<p class="ss-walk-detail">{sentence_html(stage)}</p></details>'
+            f'<p class="ss-walk-say" role="status" aria-live="polite">{"".join(part_html(p) for p in said)}</p>'
+            f'<p class="ss-walk-lead">{esc(stage.lead)}</p>{more}'
             f'<ol class="ss-walk-stages">{items}</ol>')
 
 

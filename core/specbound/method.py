@@ -134,10 +134,11 @@ class SpecBoundMethod:
                residual: bool) -> SpecBoundStep:
         """The knobs this step ran with and what its layers cost (δ's parts, in layers)."""
         computed = block.layers + passed.layers
+        equivalent = computed + block.head_evals * h_cost  # the checks in layers too, as δ counts them
         return SpecBoundStep(
             self.alpha, self.tau_exit, plan.d_max, self.w_max, min(self.min_exit_layer, plan.d_max), plan.heads.kind,
             L, exit_layers=list(plan.checks), layers_draft=block.layers, layers_verify=passed.layers,
-            layers_computed=computed, layers_full_equivalent=tau * L, compute_saved=1 - computed / max(1, tau * L),
+            layers_computed=computed, layers_full_equivalent=tau * L, compute_saved=1 - equivalent / max(1, tau * L), layers_equivalent=equivalent,
             head_evals=block.head_evals, head_cost_layers=h_cost, layers_joined=block.joined,
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
