@@ -339,3 +339,37 @@ def test_acceptance_by_depth_counts_steps_through_each_depth():
     fig = depth_acceptance_bars(rows)
     assert list(fig.data[0].y) == [1.0, 0.5, 1.0] and list(fig.data[0].x) == [0, 1, 2]  # d as the tree numbers it
     assert depth_acceptance_bars([]).layout.annotations[0].text.startswith("Press Step")
+
+
+def table_rows(page: str) -> list[list[str]]:
+    body = page.split("</tr>", 1)[1]  # after the header
+    return [re.findall(r"<td>(.*?)</td>", row) for row in body.split("</tr>") if "<td>" in row]
+
+
+def test_the_levels_table_adds_up_on_every_row():
+    """Issue 46, item 6: a TALON level read 'scored 96, kept 16, cut by the gate 74, cut by the budget 62'
+    (62 counted children never scored); now kept + gate + budget + Top-K = scored on every row, the unscored
+    ones in a column of their own, on random traces of the real policy."""
+    from tests.walk_helpers import random_talon_trace
+    from viz.html import levels_html
+    seen_unscored = False
+    for seed in range(40):
+        t = random_talon_trace(seed)
+        for row in table_rows(levels_html(t)):
+            d, frontier, scored, m_d, gate, kept, cut_gate, cut_budget, cut_topk, unscored, left = row
+            assert int(kept) + int(cut_gate) + int(cut_budget) + int(cut_topk) == int(scored), (seed, row)
+            seen_unscored |= int(unscored) > 0
+    assert seen_unscored
+
+
+def test_a_static_tables_rows_and_note_match_its_tree():
+    """Issue 46, item 6: '9 levels grown, 7 kept' over a table of 'kept 10/100' per row (80 where the rerank
+    keeps 60). The static table shows what each level expanded and what the rerank kept at each depth."""
+    from tests.walk_helpers import random_talon_trace
+    from viz.html import levels_html
+    t = random_talon_trace(3)
+    t.tree.policy = "static"
+    page = levels_html(t)
+    rows = table_rows(page)
+    assert len(rows) == len(t.levels) and sum(int(r[-1]) for r in rows) == len(t.nodes)
+    assert f"{len(t.levels)} levels grown" in page and f"keeps the best {len(t.nodes)} by p(u)" in page

@@ -241,8 +241,11 @@ def test_every_level_stage_adds_up_and_matches_its_picture(seed):
         if not any(tr.meta == "more" for tr in fig.data):  # a wide tree folds children into "+k more"
             assert drawn(fig, ("drafted",)) == sum(1 for n in t.nodes if n.depth <= lv.depth), (seed, stage.name)
         if lv.gate is None:  # Top-K
-            cut, scored, kept = numbers(text, r"Top-K cut (\d+) \((\d+) − (\d+)\)")
-            assert cut == scored - kept and kept == sum(1 for n in t.nodes if n.depth == lv.depth)
+            if lv.cut_by_topk:
+                cut, scored, kept = numbers(text, r"Top-K cut (\d+) \((\d+) − (\d+)\)")
+                assert cut == scored - kept and kept == sum(1 for n in t.nodes if n.depth == lv.depth)
+            else:  # issue 46, item 6: never "Top-K cut 0 (10 − 10)", which reads as if Top-K cut nothing
+                assert "Top-K cut" not in text and "Top-K already chose these from the whole draft vocabulary" in text
             continue
         gate_cut, scored = numbers(text, r"The gate cuts (\d+) of the (\d+)")
         (passed,) = numbers(text, r", so (\d+) pass it")

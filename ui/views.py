@@ -66,13 +66,13 @@ def whose(run) -> str:
 
 
 def static_levels(shadow) -> str:
-    """' · 9 levels grown, kept d ≤ 7': a static tree grows D + 1 levels (δ = D + 1) and its final rerank may keep
+    """' · 9 levels grown, 7 in the tree after the rerank': a static tree grows D + 1 levels (δ = D + 1) and its final rerank may keep
     fewer, so the levels drawn and δ are both explained."""
     grown = len(shadow.levels)
     kept = max((n.depth for n in shadow.nodes), default=-1) + 1
     if not grown:
         return ""
-    return f" · {grown} levels grown" + (f", {kept} kept" if kept < grown else "")
+    return f" · {grown} levels grown" + (f", {kept} in the tree after the rerank" if kept < grown else "")
 
 
 def steady_height(run: Run | None, index: int | None) -> int:

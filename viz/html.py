@@ -2,6 +2,8 @@
 and the per-depth gate table. Every interpolated value, text or number, goes through viz/escape.py."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.eagle3.readout import CompatReadout
 from core.metrics import MIN_RESAMPLED, RunStats
 from core.trace import StepTrace
@@ -189,25 +191,77 @@ def auto_html(trace: StepTrace) -> str:
     return f'<div class="ss-note">auto chose N = {num(a.N, "d")}{T} for this step: {esc(a.reason)}</div>'
 
 
+@dataclass(frozen=True)
+class LevelRow:
+    """One level's counts as the table shows them, split so that they add up: kept + cut by the gate + cut by
+    the budget among the scored + cut by Top-K = scored; `unscored` counts the children ranked below each parent's
+    best N − |T| that would have passed the gate too (the budget cut them unscored); `in_tree` the nodes of this
+    depth in the tree verified (a static tree's final rerank decides those)."""
+    depth: int
+    frontier: int
+    scored: int
+    anchor: float | None
+    gate: float | None
+    kept: int
+    cut_gate: int
+    cut_budget: int
+    cut_topk: int
+    unscored: int
+    in_tree: int
+    budget_left: int
+
+
+def level_rows(trace: StepTrace) -> list[LevelRow]:
+    rows = []
+    for lv in trace.levels:
+        budget = max(0, lv.candidates - lv.kept - lv.cut_by_gate - lv.cut_by_topk)
+        rows.append(LevelRow(lv.depth, lv.frontier, lv.candidates, lv.anchor, lv.gate, lv.kept, lv.cut_by_gate, budget,
+                             lv.cut_by_topk, max(0, lv.cut_by_budget - budget),
+                             sum(n.depth == lv.depth for n in trace.nodes), lv.budget_left))
+    return rows
+
+
+def table_html(columns: tuple[tuple[str, str], ...], rows: list[tuple]) -> str:
+    head = "<tr>" + "".join(f'<th title="{esc(tip)}">{esc(name)}</th>' for name, tip in columns) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{num(v, spec)}</td>" for v, spec in row) + "</tr>" for row in rows)
+    return f'<div class="ss-tablewrap"><table class="ss-levels">{head}{body}</table></div>'
+
+
 def levels_html(trace: StepTrace | None) -> str:
-    """Per depth: frontier, candidates, anchor m_d, gate μ·m_d, what was kept and what each rule cut."""
+    """Per depth: frontier, candidates, anchor m_d, gate μ·m_d, what was kept and what each rule cut, in counts
+    that add up on every row (a static tree: what each level expanded, and what the final rerank kept)."""
     if trace is None or not trace.levels:
         return ""
+    rows = level_rows(trace)
+    stop = f"<div><small>{esc(why_stopped(trace))}</small></div>" if trace.draft_stop else ""
+    if trace.tree is not None and trace.tree.policy == "static":
+        columns = (("d", "depth, from d = 0 (the first drafted token), as in the tree"),
+                   ("frontier", "parents expanded at this depth (one batched draft forward)"),
+                   ("scored", "children scored: each parent's best K, all of them joining the pool"),
+                   ("expanded next", "the K best of this level by p(u): the next level's frontier"),
+                   ("in the tree", "nodes of this depth that the final rerank kept (the best N of the pool by p(u))"))
+        table = table_html(columns, [((r.depth, "d"), (r.frontier, "d"), (r.scored, "d"), (r.kept, "d"),
+                                      (r.in_tree, "d")) for r in rows])
+        pool, kept = sum(r.scored for r in rows), len(trace.nodes)
+        deepest = max((n.depth for n in trace.nodes), default=-1)
+        note = (f"{len(rows)} levels grown; every scored candidate joins the pool ({num(pool, 'd')} in all) and the "
+                f"final rerank keeps the best {num(kept, 'd')} by p(u), down to d = {num(deepest, 'd')}.")
+        return f"{table}<div><small>{esc(note)}</small></div>{stop}"
     columns = (("d", "depth, from d = 0 (the first drafted token), as in the tree"),
                ("frontier", "parents expanded at this depth (one batched draft forward)"),
                ("scored", "children scored (per parent only the best few can survive)"),
                ("m_d", TIPS["m_d"]), ("μ·m_d", TIPS["μ·m_d"]), ("kept", TIPS["kept"]),
-               ("cut: gate", "candidates below μ·m_d"), ("budget", "candidates past the node budget N"),
-               ("Top-K", "candidates past the Top-K width (the first k levels, and static trees)"),
+               ("cut: gate", "scored candidates below μ·m_d"),
+               ("cut: budget", "scored candidates that passed the gate but found no room under the node budget N"),
+               ("cut: Top-K", "scored candidates past the Top-K width (the first k levels)"),
+               ("passing, unscored", "children below each parent's best N − |T| that would have passed the gate "
+                                     "too: the budget cut them without scoring them"),
                ("budget left", "N minus the nodes kept so far"))
-    head = "<tr>" + "".join(f'<th title="{esc(tip)}">{esc(name)}</th>' for name, tip in columns) + "</tr>"
-    body = "".join(
-        "<tr>" + "".join(f"<td>{num(v, spec)}</td>" for v, spec in (
-            (lv.depth, "d"), (lv.frontier, "d"), (lv.candidates, "d"), (lv.anchor, ".3g"), (lv.gate, ".3g"),
-            (lv.kept, "d"), (lv.cut_by_gate, "d"), (lv.cut_by_budget, "d"), (lv.cut_by_topk, "d"),
-            (lv.budget_left, "d"))) + "</tr>" for lv in trace.levels)
-    stop = f"<div><small>{esc(why_stopped(trace))}</small></div>" if trace.draft_stop else ""
-    return f'<div class="ss-tablewrap"><table class="ss-levels">{head}{body}</table></div>{stop}'
+    table = table_html(columns, [((r.depth, "d"), (r.frontier, "d"), (r.scored, "d"), (r.anchor, ".3g"),
+                                  (r.gate, ".3g"), (r.kept, "d"), (r.cut_gate, "d"), (r.cut_budget, "d"),
+                                  (r.cut_topk, "d"), (r.unscored, "d"), (r.budget_left, "d")) for r in rows])
+    note = "On every row kept + cut (gate, budget, Top-K) = scored."
+    return f"{table}<div><small>{esc(note)}</small></div>{stop}"
 
 
 def message_html(text: str) -> str:

@@ -93,8 +93,13 @@ def topk_level(t: StepTrace, k: int, lv: LevelTrace) -> Stage:
         lv_quote(k, lv, "kept"), " whatever the draft's confidence (a small draft is often sure of a wrong "
         "token; one branch would risk the whole step): "]
     parts += listed(t, nodes, "q" if lv.depth == 0 else "score")
-    parts += [". Top-K cut ", lv_quote(k, lv, "cut_by_topk"), " (", lv_quote(k, lv, "candidates"), " − ",
-              lv_quote(k, lv, "kept"), "); the budget has N − |T| = ", lv_quote(k, lv, "budget_left"), " nodes left."]
+    if lv.cut_by_topk:
+        parts += [". Top-K cut ", lv_quote(k, lv, "cut_by_topk"), " (", lv_quote(k, lv, "candidates"), " − ",
+                  lv_quote(k, lv, "kept"), ")"]
+    else:  # only each parent's best K were scored: Top-K chose them from the whole draft vocabulary
+        parts += [". Only each parent's best K children were scored, so Top-K already chose these from the whole "
+                  "draft vocabulary"]
+    parts += ["; the budget has N − |T| = ", lv_quote(k, lv, "budget_left"), " nodes left."]
     name = "Root Top-K" if lv.depth == 0 else f"d = {lv.depth} Top-K"
     lead = ("TALON keeps the draft's few best first guesses, however sure the draft is." if lv.depth == 0 else
             f"At depth {lv.depth} TALON again keeps the few best children, whatever the draft believes.")
