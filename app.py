@@ -27,7 +27,8 @@ from ui.models import default_model, model_box_info, pair_choices, preload
 from ui.open_link import share_link, wire_open
 from ui.preset_line import running_html, wire_running
 from ui.preview import PREVIEW
-from ui.run import forget
+from ui.jobs import JOBS, session_key
+from ui.run import Run, forget
 from ui.share import FIELDS, apply_link
 from ui.tune_tab import tune_tab
 from ui.view_specs import CAPTIONS, VIEWS, ViewSpec
@@ -266,12 +267,21 @@ def build_demo() -> gr.Blocks:
 
 
 def expire_when_closed(demo: gr.Blocks, request: gr.Request) -> None:
-    """A closed tab's runs go SPECSCOPE_STATE_TTL_S after it closed: Gradio keeps a closed session's state an
-    hour whatever the state's own time-to-live says (its SessionState.STATE_TTL_WHEN_CLOSED; a test pins
-    that this still reaches it on the pinned Gradio)."""
+    """A closed tab's engine sessions (their KV caches, the memory) are freed at once, and its Compare and Tune
+    stop at their next engine step; its runs' text goes SPECSCOPE_STATE_TTL_S after it closed: Gradio keeps a
+    closed session's state an hour whatever the state's own time-to-live says (its
+    SessionState.STATE_TTL_WHEN_CLOSED; a test pins that this still reaches it on the pinned Gradio). A tab
+    reopened within that time steps on: a run without its session rebuilds it from its snapshot."""
+    for tab in ("compare", "tune"):
+        JOBS.cancel(session_key(request, tab))
     holder = getattr(demo, "state_holder", None)
     state = holder.session_data.get(request.session_hash) if holder is not None else None
-    if state is not None and hasattr(state, "STATE_TTL_WHEN_CLOSED"):
+    if state is None:
+        return
+    for value in list(getattr(state, "state_data", {}).values()):
+        if isinstance(value, Run):
+            value.forget()
+    if hasattr(state, "STATE_TTL_WHEN_CLOSED"):
         state.STATE_TTL_WHEN_CLOSED = min(state.STATE_TTL_WHEN_CLOSED, state_ttl_s())
 
 

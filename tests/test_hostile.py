@@ -228,3 +228,32 @@ def test_a_closed_tab_keeps_its_state_only_the_configured_time(monkeypatch):
     assert session.STATE_TTL_WHEN_CLOSED == 3600  # Gradio's own: an hour, whatever our TTL
     app.expire_when_closed(demo, gr.Request(session_hash="tab-1"))
     assert session.STATE_TTL_WHEN_CLOSED == 120
+
+
+def test_a_closed_tab_frees_its_engine_sessions_and_stops_its_long_runs_at_once(monkeypatch):
+    """Issue 46, item 14: a closed tab beside an open one kept its engine session (its caches) for the state's
+    whole time-to-live. Closing frees the closed tab's sessions and cancels its Compare and Tune, and leaves
+    the open tab's alone."""
+    from gradio.state_holder import StateHolder
+    import app
+    from tests.handler_helpers import step
+    from ui.jobs import JOBS, Job
+    from ui.worker import SESSIONS
+    demo = app.build_demo()
+    holder = StateHolder()
+    holder.set_blocks(demo)
+    monkeypatch.setattr(demo, "state_holder", holder, raising=False)
+    state_key = next(k for k, b in demo.blocks.items() if isinstance(b, gr.State))
+    runs = {}
+    for tab in ("closed-tab", "open-tab"):
+        runs[tab] = step(None)["run"]
+        holder[tab][state_key] = runs[tab]
+        assert SESSIONS.get(runs[tab].token) is not None
+    job = Job("Tune", ["x"], 1, 1.0)
+    JOBS.start("closed-tab:tune", job)
+    try:
+        app.expire_when_closed(demo, gr.Request(session_hash="closed-tab"))
+        assert SESSIONS.get(runs["closed-tab"].token) is None and job.flag.is_set()
+        assert SESSIONS.get(runs["open-tab"].token) is not None
+    finally:
+        JOBS.finish("closed-tab:tune", job)
