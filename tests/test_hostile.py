@@ -132,6 +132,33 @@ def test_many_minimal_steps_are_refused_and_an_import_keeps_only_traces(exports,
     assert not hasattr(run, "data")  # the parsed JSON is dropped once its traces are read
 
 
+def test_a_refused_large_import_keeps_nothing_of_the_file(exports, tmp_path):
+    """Issue 46, item 14: ten refused 19.5 MB imports took a server from 1154 to 2160 MB: the visitor's error
+    carried the refused exception, its frames and their parsed JSON. Kept as Gradio keeps an error, it now holds
+    nothing of the file."""
+    import gc
+    import tracemalloc
+    one = exports["talon"]["steps"][0]
+    minimal = {k: one[k] for k in ("index", "method", "context_len")}
+    path = write(tmp_path, "big.json", {**exports["talon"], "steps": [minimal] * 150_000, "static_shadows": {}})
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        kept = []
+        for _ in range(3):
+            try:
+                h.import_run(VIEWS["talon"], run=None, path=path)
+            except gr.Error as err:  # held, as Gradio holds an event's error
+                kept.append(err)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == 3 and all(e.__context__ is None and e.__cause__ is None for e in kept)
+    assert held < 2 * 2**20, f"{held / 2**20:.1f} MB still held after three refused imports"
+
+
 def test_reset_wins_over_a_step_in_flight(monkeypatch):
     import ui.run
     run = step(None)["run"]

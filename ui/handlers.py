@@ -55,14 +55,19 @@ def one_line(text: str, most: int = 400) -> str:
 
 def friendly(fn):
     """No traceback ever reaches the page: expected problems keep their message, others get a short one.
-    Generator handlers (Compare, Tune) are wrapped as generators, so their errors are caught too."""
+    Generator handlers (Compare, Tune) are wrapped as generators, so their errors are caught too.
+    The visitor's error is raised after the handler's exception is gone: raised inside `except`, it would
+    carry that exception as its context, and with it every frame's locals (a refused 20 MB import's parsed
+    JSON, ~100 MB) for as long as Gradio keeps the error."""
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def generator(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
+                return
             except Exception as exc:
-                raise user_error(exc, fn.__name__) from None
+                err = bare(user_error(exc, fn.__name__))
+            raise err
         return generator
 
     @functools.wraps(fn)
@@ -70,8 +75,15 @@ def friendly(fn):
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            raise user_error(exc, fn.__name__) from None
+            err = bare(user_error(exc, fn.__name__))
+        raise err
     return wrapper
+
+
+def bare(err: gr.Error) -> gr.Error:
+    """The error without what it was raised from or through (a handler's own gr.Error keeps both otherwise)."""
+    err.__context__ = err.__cause__ = err.__traceback__ = None
+    return err
 
 
 def make_config(method: str, prompt: str, knobs: dict, knob_specs, sampling: dict, target: str,
