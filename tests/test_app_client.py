@@ -145,3 +145,26 @@ def test_compare_tune_and_cost_endpoints_keep_their_positional_order(app_url):
     kept = client.predict("embedded", "embedded", "lookup", api_name="/cost_curve")
     again = client.predict("embedded", "embedded", "lookup", api_name="/cost_curve_remeasure")
     assert kept and again
+
+
+def test_a_queued_tune_cancelled_through_the_api_never_runs(app_url):
+    """Issue 46, item 14: a Tune waiting in the queue (behind another visitor's) and cancelled through the
+    API used to run anyway when its turn came; now it ends at once, saying nothing ran."""
+    import time
+    from gradio_client.utils import Status
+    first, second = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    long_job = first.submit("TALON: μ × N", "0.02,0.05,0.1,0.2,0.4", "8,16,32,64", 3, 64, "embedded", "embedded",
+                            "eagle3", "auto", "K = 3, T_shape = 0.7", api_name="/sweep")  # a minute or more
+    queued = second.submit("TALON: μ × N", "0.1", "8", 1, 8, "embedded", "embedded", "eagle3", "auto",
+                           "K = 3, T_shape = 0.7", api_name="/sweep")
+    deadline, seen = time.time() + 60, None
+    while seen != Status.IN_QUEUE and time.time() < deadline:
+        seen = queued.status().code
+        time.sleep(0.05)
+    assert seen == Status.IN_QUEUE  # behind the first visitor's Tune (one long job at a time)
+    said = second.predict(api_name="/sweep_cancel")
+    assert "waiting in the queue" in said
+    first.predict(api_name="/sweep_cancel")  # the long one stops at its next engine step
+    *_, status = queued.result(timeout=120)
+    assert "cancelled while it waited in the queue; nothing ran" in status
+    long_job.result(timeout=120)

@@ -244,6 +244,16 @@ def test_one_long_job_per_visitor():
     jobs.start("other:tune", Job("Tune", ["x"], 1, 1.0))  # another visitor is not held up
 
 
+def test_a_queued_call_cancelled_before_its_turn_is_told_once():
+    from ui.jobs import Jobs
+    jobs = Jobs()
+    jobs.cancel_queued(["e1", "e2"])
+    assert jobs.was_cancelled("e1") and not jobs.was_cancelled("e1")  # told once, then forgotten
+    assert not jobs.was_cancelled("e3") and not jobs.was_cancelled(None) and jobs.was_cancelled("e2")
+    jobs.cancel_queued([f"x{i}" for i in range(2000)])  # calls that never came are not kept for ever
+    assert not jobs.was_cancelled("x0") and jobs.was_cancelled("x1999")
+
+
 def test_a_closed_tab_keeps_its_state_only_the_configured_time(monkeypatch):
     from gradio.state_holder import StateHolder
     import app

@@ -84,7 +84,7 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
 
 def cancel_compare(request: gr.Request = None) -> str:
     """Cancel: this session's Compare stops before its next engine step; what finished stays."""
-    return cancel(request, "compare")
+    return cancel(request, "compare", "compare")
 
 
 COMPARE_INPUTS = ("prompt", "max_new_tokens", "temperature", "target", "draft", "drafter", "trees", "chat",

@@ -92,6 +92,7 @@ class Jobs:
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        self._cancelled: dict[str, None] = {}  # event ids of queued calls cancelled before their turn, in order
         self._lock = threading.Lock()
 
     def start(self, key: str | None, job: Job) -> Job:
@@ -117,6 +118,20 @@ class Jobs:
         if job is not None:
             job.flag.set()
         return job
+
+    def cancel_queued(self, event_ids: list[str]) -> None:
+        """These queued calls end as cancelled when their turn comes, before any work (long_run)."""
+        with self._lock:
+            self._cancelled.update(dict.fromkeys(event_ids))
+            while len(self._cancelled) > 1024:  # calls that never came (their tab closed): forget the oldest
+                self._cancelled.pop(next(iter(self._cancelled)))
+
+    def was_cancelled(self, event_id: str | None) -> bool:
+        with self._lock:
+            if event_id is None or event_id not in self._cancelled:
+                return False
+            del self._cancelled[event_id]
+            return True
 
 
 JOBS = Jobs()
@@ -147,6 +162,10 @@ def long_run(job: Job, key: str | None, parts, show, footer=None):
     """Drive a Compare or Tune generator: yield its outputs by name (`show(partial result)`) and a status line,
     the estimate first, then after each part with the time left; on Cancel, the parts that finished and a
     line saying so. `footer(last result)`: HTML under the final status line (Tune's server settings)."""
+    if JOBS.was_cancelled(current_event()):  # cancelled while it waited in the queue: nothing ran
+        yield {"status": f'<div class="ss-budget" role="status">{esc(job.what)}: cancelled while it waited in '
+                         f'the queue; nothing ran.</div>'}
+        return
     JOBS.start(key, job)
     shown, last = {}, None
     yield {"status": job.status()}
@@ -162,9 +181,33 @@ def long_run(job: Job, key: str | None, parts, show, footer=None):
         JOBS.finish(key, job)
 
 
-def cancel(request: gr.Request | None, tab: str) -> str:
-    """Cancel: this session's `tab` run stops before its next engine step; what finished stays."""
+def current_event() -> str | None:
+    """The id of the Gradio call being handled now (None outside one)."""
+    from gradio.context import LocalContext
+    return LocalContext.event_id.get(None)
+
+
+def queued_calls(request: gr.Request | None, api_name: str) -> list[str]:
+    """Event ids of this session's calls of `api_name` still waiting in Gradio's queue (behind another
+    visitor's Tune, say): a Cancel from the API (or a closed tab) must reach them too, not only a running one."""
+    from gradio.context import LocalContext
+    blocks = LocalContext.blocks.get(None)
+    queue = getattr(blocks, "_queue", None)
+    session = getattr(request, "session_hash", None) if request is not None else None
+    if queue is None or not session:
+        return []
+    return [e._id for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)
+            if e.session_hash == session and getattr(e.fn, "api_name", None) == api_name]
+
+
+def cancel(request: gr.Request | None, tab: str, api_name: str | None = None) -> str:
+    """Cancel: this session's `tab` run stops before its next engine step (what finished stays), and its calls
+    of `api_name` waiting in the queue end without running when their turn comes."""
+    waiting = queued_calls(request, api_name) if api_name else []
+    JOBS.cancel_queued(waiting)
     job = JOBS.cancel(session_key(request, tab))
-    if job is None:
-        return '<div class="ss-budget" role="status">Nothing to cancel.</div>'
-    return job.ended(cancelled=True)
+    if job is not None:
+        return job.ended(cancelled=True)
+    if waiting:
+        return '<div class="ss-budget" role="status">Cancelled before it started: it was waiting in the queue.</div>'
+    return '<div class="ss-budget" role="status">Nothing to cancel.</div>'

@@ -94,7 +94,7 @@ SPREAD_NOTE = ("Ranges: the 10th–90th percentile of a cell's value over 200 re
 
 
 def cancel_sweep(request: gr.Request = None) -> str:
-    return cancel(request, "tune")
+    return cancel(request, "tune", "sweep")
 
 
 def cost_figure(run: Run | None, target: str, draft: str, drafter: str, fresh: bool) -> dict:
