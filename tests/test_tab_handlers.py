@@ -41,6 +41,36 @@ def test_compare_runs_every_method_with_a_range_and_error_bars():
         assert value + up == pytest.approx(float(m[3]), abs=0.006) and value - down == pytest.approx(float(m[2]), abs=0.006)
 
 
+def test_compare_says_what_its_ranges_support_and_two_runs_agree_with_it():
+    """Issue 46, item 5: two identical Compare runs (chain 1.46× then 2.99×) read as findings. The page now
+    says which methods beat AR over their whole range, which it cannot tell from AR, and ranks two methods only
+    where their ranges are apart; run twice, every ordering either run claims is one whose ranges are apart in
+    that run, and a method whose two ranges do not overlap was never ranked against AR by both runs alike."""
+    from ui.compare import CompareRow, conclusions
+    pages, tables = [], []
+    for _ in range(2):
+        last = list(run_compare(PROMPT, 16, 0.0))[-1]
+        pages.append(unescape(last["status"]))
+        tables.append({r[0]: [float(x) for x in re.findall(r"(\d+\.\d\d)", r[4])] for r in last["table"][1:]})
+    for page, table in zip(pages, tables):
+        assert "What this run can conclude" in page and "run Compare again" in page
+        for a, b in re.findall(r"(\S+) > (\S+?)[;.]", page.split("do not overlap:")[1].split("</li>")[0]
+                               if "do not overlap:" in page else ""):
+            assert table[a][1] > table[b][2], (a, b, table)  # a's low end above b's high end
+    for method in tables[0]:
+        (_, lo1, hi1), (_, lo2, hi2) = tables[0][method], tables[1][method]
+        if lo1 > hi2 or lo2 > hi1:  # the runs disagree beyond their ranges: not both sure of the same side of AR
+            sides = [("faster" if lo > 1 else "slower" if hi < 1 else "level") for lo, hi in ((lo1, hi1), (lo2, hi2))]
+            assert sides[0] != sides[1] or sides[0] == "level", (method, tables)
+    rows = [CompareRow("ar", "", 1, 0, 10, 1.0, "reference"),
+            CompareRow("chain", "", 2, 1, 20, 2.0, "✓", lo=1.6, hi=2.4),
+            CompareRow("talon", "", 2, 1, 15, 1.5, "✓", lo=1.1, hi=1.7),
+            CompareRow("specbound", "", 1, 1, 9, 0.9, "✓", lo=0.7, hi=1.05)]
+    said = " ".join(conclusions(rows))
+    assert "whole range: chain, talon." in said and "(the range spans 1.00×): specbound" in said
+    assert "talon > specbound" in said and "chain and talon" in said and "chain > talon" not in said
+
+
 def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
     me, other = gr.Request(session_hash="me"), gr.Request(session_hash="other")
     running = run_compare(PROMPT, 8, 0.0, request=me)

@@ -44,6 +44,37 @@ class CompareRow:
                 self.speedup_text(), self.lossless, self.note or self.text]
 
 
+def conclusions(rows: list[CompareRow]) -> list[str]:
+    """What this run's ranges support, in sentences: which methods beat plain AR over their whole range, which
+    cannot be told from it, and which orderings between methods hold (ranges apart) or do not (ranges overlap).
+    Why: two identical runs on a shared machine gave chain 1.46× then 2.99×; a ranking the ranges cannot
+    carry must say so rather than be read as a finding."""
+    ranged = [r for r in rows if r.method != "ar" and r.speedup is not None and r.lo is not None]
+    if not ranged:
+        return ["No ranges yet: they come once plain AR has been timed again after the methods."]
+    faster = [r.method for r in ranged if r.lo > 1.0]
+    slower = [r.method for r in ranged if r.hi < 1.0]
+    level = [r.method for r in ranged if r.lo <= 1.0 <= r.hi]
+    said = []
+    if faster:
+        said.append(f"Faster than plain AR over their whole range: {', '.join(faster)}.")
+    if slower:
+        said.append(f"Slower than plain AR over their whole range: {', '.join(slower)}.")
+    if level:
+        said.append(f"Not told apart from plain AR by this run (the range spans 1.00×): {', '.join(level)}.")
+    order = sorted(ranged, key=lambda r: -r.speedup)
+    apart = [f"{a.method} > {b.method}" for a, b in zip(order, order[1:]) if a.lo > b.hi]
+    tied = [f"{a.method} and {b.method}" for a, b in zip(order, order[1:]) if a.lo <= b.hi]
+    if apart:
+        said.append(f"Ranked by ranges that do not overlap: {'; '.join(apart)}.")
+    if tied:
+        said.append(f"Not ranked by this run (their ranges overlap): {'; '.join(tied)}.")
+    said.append("The ranges cover the steps' noise and the machine's drift between the two AR passes; a busy "
+                "machine can move a whole run more than that, so run Compare again before trusting a difference "
+                "that one run alone shows.")
+    return said
+
+
 def ar_row(base: Baseline, text: str) -> CompareRow:
     """The baseline itself: τ = 1, δ = 0, and a speed-up of exactly 1 by definition."""
     return CompareRow("ar", text, 1.0, 0.0, base.tok_s, 1.0, "reference", note="")

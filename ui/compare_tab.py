@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from core import knobs as core_knobs
-from ui.compare import PARTS, compare
+from ui.compare import PARTS, compare, conclusions
 from ui.examples import default_prompt
 from ui.handlers import friendly, make_config
 from ui.jobs import LONG, Job, ar_ms_per_token, cancel, long_run, session_key
@@ -17,6 +17,7 @@ from ui.models import DEFAULT_DRAFTER
 from ui.preset_line import method_knobs, settings_text
 from ui.view_specs import drafter_input
 from ui.wiring import named
+from viz.escape import esc
 from viz.html import compare_cards
 from viz.tune_figs import compare_bars
 
@@ -79,7 +80,13 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
     job = Job(f"Compare ({compare_settings(knobs)}): {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS,
               cfg.max_new_tokens, ar_ms_per_token(cfg.target, cfg.prompt))
     yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check),
-                        compare_outputs)
+                        compare_outputs, footer=conclusions_html)
+
+
+def conclusions_html(rows: list) -> str:
+    """Under the final status line: what the ranges support and what they do not (ui/compare.py)."""
+    items = "".join(f"<li>{esc(line)}</li>" for line in conclusions(rows))
+    return f'<div class="ss-note" id="compare-conclusions"><b>What this run can conclude</b><ul>{items}</ul></div>'
 
 
 def cancel_compare(request: gr.Request = None) -> str:
