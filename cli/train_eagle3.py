@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> None:
     opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
                             weight_decay=0.0)
     ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
-    start, elapsed, legs = 0, 0.0, []
+    start, elapsed, legs, seen_before = 0, 0.0, [], 0
     warm = args.init is not None and not ckpt.exists()
     if warm:  # a warm start: its legs and time carry on, the optimiser does not
         start, elapsed, legs = warm_start(head, Path(args.init), draft_ids)
@@ -290,6 +290,7 @@ def main(argv: list[str] | None = None) -> None:
         head.load_state_dict(state["head"])
         opt.load_state_dict(state["opt"])
         start, elapsed, legs = state["step"], state.get("elapsed_s", 0.0), state.get("legs", [])
+        seen_before = state.get("seen", 0)  # answer tokens the earlier legs trained on (older checkpoints: not kept)
         print(f"resuming at step {start}")
     if start < args.steps:  # every (re)start with its schedule and loss, for the model card
         leg = {"start": start, "steps": args.steps, "hard_weight": args.hard_weight, "lr": args.lr}
@@ -303,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     # bf16 autocast where the device computes bf16 natively (CUDA, or a CPU with AVX512-BF16 / AMX)
     fast_bf16 = device.type == "cuda" or native_bf16()
     t0 = time.time()
-    seen = 0
+    seen = seen_before
     bar = tqdm(range(start, args.steps), desc="eagle3", initial=start, total=args.steps)
     for step in bar:
         set_lr(opt, step - s0, args.steps - s0, args.lr)
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
             fh.write(json.dumps({"step": step, "loss": loss.item(), "s": elapsed + time.time() - t0}) + "\n")
         if (step + 1) % 50 == 0 or step + 1 == args.steps:
             torch.save({"head": head.state_dict(), "opt": opt.state_dict(), "step": step + 1,
-                        "elapsed_s": elapsed + time.time() - t0, "legs": legs}, ckpt)
+                        "elapsed_s": elapsed + time.time() - t0, "legs": legs, "seen": seen}, ckpt)
     train_s = elapsed + time.time() - t0
     if feats is not None:
         metrics = evaluate_features(head, feats, emb_table, lm_draft, args.ttt, draft_ids, args.batch_size)
