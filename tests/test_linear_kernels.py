@@ -155,3 +155,15 @@ def test_a_bf16_model_gets_a_measured_plan_and_every_kernel_agrees_in_bf16(monke
         got = products[0].run(kernel, x)
         assert got.dtype == torch.bfloat16
         torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.skipif(not lk.packed_available(), reason="this torch build has no oneDNN")
+def test_padded_rows_give_the_rows_asked_for():
+    """PADDED computes fewer than PAD_ROWS rows as the first rows of a zero-padded product: the same values as
+    the packed kernel's (to bf16's step), and exactly the rows asked for."""
+    p = Product(torch.randn(96, 64, dtype=torch.bfloat16), torch.randn(96, dtype=torch.bfloat16))
+    for T in (1, 2, 3, 4, 7):
+        x = torch.randn(T, 64, dtype=torch.bfloat16)
+        got = p.run(lk.PADDED, x)
+        assert got.shape == (T, 96)
+        torch.testing.assert_close(got.float(), p.run(lk.PACKED, x).float(), rtol=2e-2, atol=5e-2)

@@ -2,7 +2,8 @@
 
 Why: decoding multiplies a handful of rows by every weight matrix, and how fast a BLAS does that depends on the
 argument order more than on T: `F.linear`, W·xᵀ (MKL's small-N path, which streams W once; given two rows,
-since its one-column path is slower) and oneDNN over a copy of W reordered once into its blocked layout each win
+since its one-column path is slower), oneDNN over a copy of W reordered once into its blocked layout, and the
+same with fewer than four rows padded to four (in bf16 its one-row path was slower than four rows) each win
 at some T on one machine, and machines disagree about which (docs/app.md, "Measurements behind the code"). So
 the choice is measured where the model runs, not assumed: `measure_plan` times each kernel over the model's own
 products in forward order (so weights stream from memory as in decoding) at T = 1–6 and a few larger ones, and
@@ -35,8 +36,9 @@ from core.paths import cache_home
 
 log = logging.getLogger("specscope")
 
-LINEAR, NARROW, PACKED = "linear", "narrow", "packed"
-KERNELS = (LINEAR, NARROW, PACKED)
+LINEAR, NARROW, PACKED, PADDED = "linear", "narrow", "packed", "padded"
+KERNELS = (LINEAR, NARROW, PACKED, PADDED)
+PAD_ROWS = 4  # PADDED: fewer rows are padded with zeros to this many (oneDNN's bf16 path was faster at 4 rows than 1)
 SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 64)
 MAX_ROWS = 4096  # a plan names kernels for at most this many rows (ours stop at SIZES[-1]); a larger one is not ours  # row counts timed; a T between two uses the lower one's kernel
 MARGIN = 0.05  # another kernel replaces F.linear only where it is at least this much faster
@@ -128,6 +130,12 @@ class Product:
             return narrow(x, self.w, self.b)
         if kernel == PACKED:
             return torch.ops.mkldnn._linear_pointwise(x, self.packed(), self.b, "none", [], "")
+        if kernel == PADDED:
+            T = x.shape[0]
+            if T >= PAD_ROWS:
+                return torch.ops.mkldnn._linear_pointwise(x, self.packed(), self.b, "none", [], "")
+            padded = torch.cat([x, x.new_zeros(PAD_ROWS - T, x.shape[1])])  # (PAD_ROWS, in)
+            return torch.ops.mkldnn._linear_pointwise(padded, self.packed(), self.b, "none", [], "")[:T]
         return F.linear(x, self.w, self.b)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -187,7 +195,7 @@ def candidates(products: list[Product]) -> tuple[str, ...]:
     except ValueError:
         pack_max = PACK_MAX_MB
     pack = packed_available() and _weights_mb(products) <= pack_max
-    return tuple(k for k in KERNELS if k != PACKED or pack)
+    return tuple(k for k in KERNELS if k not in (PACKED, PADDED) or pack)
 
 
 @torch.inference_mode()
@@ -198,7 +206,7 @@ def measure_plan(products: list[Product], kernels: tuple[str, ...] = KERNELS, si
     plan and the milliseconds behind it ({kernel: ms per size})."""
     widths = {p.w.shape[1] for p in products}
     ms: dict[str, list[float]] = {k: [] for k in kernels}
-    for p in products if PACKED in kernels else ():
+    for p in products if PACKED in kernels or PADDED in kernels else ():
         p.packed()
     for t in sizes:
         xs = {n: torch.randn(t, n, dtype=products[0].w.dtype) for n in widths}
@@ -234,7 +242,7 @@ def forced_plan(value: str) -> LinearPlan | None:
         return None
     if value not in KERNELS:
         raise ValueError(f"{ENV} must be auto, {', '.join(KERNELS)} (got {value!r})")
-    if value == PACKED and not packed_available():
+    if value in (PACKED, PADDED) and not packed_available():
         raise ValueError(f"{ENV}=packed needs a torch build with oneDNN (MKL-DNN), which this one lacks")
     return PLAIN if value == LINEAR else LinearPlan((1,), (value,))
 
