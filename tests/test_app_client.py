@@ -155,6 +155,9 @@ def test_a_queued_tune_cancelled_through_the_api_never_runs(app_url):
     first, second = Client(app_url, verbose=False), Client(app_url, verbose=False)
     long_job = first.submit("TALON: μ × N", "0.02,0.05,0.1,0.2,0.4", "8,16,32,64", 3, 64, "embedded", "embedded",
                             "eagle3", "auto", "K = 3, T_shape = 0.7", api_name="/sweep")  # a minute or more
+    deadline = time.time() + 60
+    while long_job.status().code not in (Status.PROCESSING, Status.ITERATING) and time.time() < deadline:
+        time.sleep(0.05)  # the long one holds the queue's one long-job slot before the second is sent
     queued = second.submit("TALON: μ × N", "0.1", "8", 1, 8, "embedded", "embedded", "eagle3", "auto",
                            "K = 3, T_shape = 0.7", api_name="/sweep")
     deadline, seen = time.time() + 60, None

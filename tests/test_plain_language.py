@@ -37,7 +37,7 @@ def test_every_number_and_column_says_what_it_is():
     assert "R with this machine&#x27;s cost curve" in html or "R with this machine's cost curve" in html
     assert html.count('<div class="ss-stat ss-') == 9 and "assumes a verification costs one" in html
     table = levels_html(talon_example())
-    assert table.count("<th title=") == 10 and "d = 0" in unescape(table)
+    assert table.count("<th title=") == 11 and "d = 0" in unescape(table)
 
 
 def test_an_imported_trace_says_it_was_timed_elsewhere(tmp_path):

@@ -14,7 +14,7 @@ import torch
 
 from core.model.compiled_layer import CompiledLayers, check_compilable, compiled_layers, warm_up
 from core.model.fused_layer import FusedLayer, fuse, products, stale
-from core.model.kv_cache import KVCache
+from core.model.kv_cache import KVCache, cache_dtype
 from core.model.linear_kernels import PLAIN, Product, plan_for
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
@@ -52,6 +52,7 @@ class CausalLM:
         self.n_kv_heads = self.config.num_key_value_heads
         self.device = next(hf_model.parameters()).device
         self.dtype = next(hf_model.parameters()).dtype
+        self.cache_dtype = cache_dtype(self.dtype, self.device)  # keys, values and attention (fp32 for bf16 on a CPU)
         self._texts: dict[int, str] = {}  # token id -> its text: traces name every node, so decode each id once
         self._fused: list[FusedLayer] = [fuse(layer, self.config) for layer in self.layers]
         self._lm_head = Product(hf_model.lm_head.weight, hf_model.lm_head.bias)
@@ -103,16 +104,7 @@ class CausalLM:
             text = self._texts[token_id] = self.tokenizer.decode([token_id])
         return text
 
-    @property
-    def cache_dtype(self) -> torch.dtype:
-        """The dtype keys, values and the attention over them are kept in: fp32 for a bf16 model on a CPU, whose
-        bf16 attention cost 250 µs a layer for one query against fp32's 46 (SmolLM2's shapes, one thread,
-        docs/app.md); a bf16 key or value widens to fp32 exactly, so only the softmax and its sums gain bits.
-        The model's own dtype elsewhere."""
-        return torch.float32 if self.device.type == "cpu" and self.dtype == torch.bfloat16 else self.dtype
-
     def new_cache(self, max_len: int | None = None, layers: int | None = None) -> KVCache:
-        """A cache for `layers` layers (default: all) of `max_len` slots (default: the model's context)."""
         return KVCache(self.num_layers if layers is None else layers, self.n_kv_heads, self.head_dim,
                        max_len or self.max_context, self.cache_dtype, self.device)
 

@@ -8,6 +8,14 @@ from __future__ import annotations
 import torch
 
 
+def cache_dtype(model_dtype: torch.dtype, device: torch.device) -> torch.dtype:
+    """The dtype keys, values and the attention over them are kept in: fp32 for a bf16 model on a CPU, whose
+    bf16 attention cost 250 µs a layer for one query against fp32's 46 (SmolLM2's shapes, one thread,
+    docs/app.md); a bf16 key or value widens to fp32 exactly, so only the softmax and its sums gain bits.
+    The model's own dtype elsewhere."""
+    return torch.float32 if device.type == "cpu" and model_dtype == torch.bfloat16 else model_dtype
+
+
 class KVCache:
     """k, v: (L, H_kv, S_max, D). Slots [0, length) hold committed tokens; writes beyond are scratch."""
 
