@@ -244,6 +244,24 @@ def test_one_long_job_per_visitor():
     jobs.start("other:tune", Job("Tune", ["x"], 1, 1.0))  # another visitor is not held up
 
 
+def test_a_long_runs_estimate_learns_the_pace_of_the_last_one_here(monkeypatch):
+    """Issue 46, item 5: Tune's up-front estimate was 2× low (every cell taken at AR's pace). The next run of a
+    tab is estimated at the pace the last finished one of that tab went on this server, and says so."""
+    import time as clock
+    from ui import jobs as j
+    monkeypatch.setattr(j, "JOBS", j.Jobs())
+    first = j.Job("Tune", ["a", "b"], 10, 5.0)  # AR pace: 2 parts × 10 tokens × 5 ms = 0.1 s
+    assert "the first such run here" in first.status()
+    gen = j.long_run(first, "s1:tune", lambda check: iter([1, 2]), lambda r: {})
+    list(gen)
+    first.started = clock.perf_counter() - 0.25  # as if it took 2.5× its AR-pace estimate
+    j.JOBS.learn_pace("tune", first)
+    second = j.Job("Tune", ["a", "b"], 10, 5.0)
+    status = next(j.long_run(second, "s2:tune", lambda check: iter([]), lambda r: {}))["status"]
+    assert second.estimate_s == pytest.approx(0.25, rel=0.05) and "2.5× that, as the last such run here went" in status
+    assert j.JOBS.pace("compare") == 1.0  # each tab keeps its own
+
+
 def test_a_queued_call_cancelled_before_its_turn_is_told_once():
     from ui.jobs import Jobs
     jobs = Jobs()

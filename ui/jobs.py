@@ -37,6 +37,7 @@ class Job:
     started: float = field(default_factory=time.perf_counter)
     flag: threading.Event = field(default_factory=threading.Event)
     waited: set[int] = field(default_factory=set)  # the interactive calls it waited its most for (ui/priority.py)
+    pace: float = 1.0  # how much slower than plain AR the last finished run of this kind went here (JOBS.pace)
 
     @property
     def total(self) -> int:
@@ -49,9 +50,15 @@ class Job:
             raise Cancelled()
 
     @property
-    def estimate_s(self) -> float:
-        """Up front: every run as long as plain AR on this machine."""
+    def at_ar_pace_s(self) -> float:
+        """Every part as long as plain AR on this machine."""
         return self.total * self.tokens * self.ms_per_token / 1000
+
+    @property
+    def estimate_s(self) -> float:
+        """Up front: AR's pace, times how much slower the last finished run of this kind went here (a Tune of
+        deep trees on a real model took twice its AR-pace estimate)."""
+        return self.at_ar_pace_s * self.pace
 
     def left_s(self) -> float:
         """The up-front estimate until a run has finished, then the measured pace of the finished ones."""
@@ -65,8 +72,10 @@ class Job:
     def status(self) -> str:
         """A line for the page: the estimate, a meter, what runs now and the time left."""
         share = self.done / max(1, self.total)
+        pace = (f"and {self.pace:.1f}× that, as the last such run here went" if self.pace != 1.0 else
+                "and every method taken as about as fast: the first such run here, so it may run longer")
         head = (f"{self.what}: estimated {duration(self.estimate_s)} ({self.ms_per_token:.0f} ms per token, plain AR "
-                f"on this machine, and every method taken as about as fast).")
+                f"on this machine, {pace}).")
         doing = f" · running {self.parts[self.done]}" if self.done < self.total else ""
         now = (f"{self.done} of {self.total} done{doing} · "
                f"{duration(self.elapsed())} so far, about {duration(self.left_s())} left.")
@@ -93,6 +102,7 @@ class Jobs:
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
         self._cancelled: dict[str, None] = {}  # event ids of queued calls cancelled before their turn, in order
+        self._pace: dict[str, float] = {}  # tab -> elapsed / AR-pace estimate of its last finished run
         self._lock = threading.Lock()
 
     def start(self, key: str | None, job: Job) -> Job:
@@ -118,6 +128,17 @@ class Jobs:
         if job is not None:
             job.flag.set()
         return job
+
+    def pace(self, kind: str) -> float:
+        """How much slower than AR's pace the last finished run of `kind` (the tab) went on this server; 1 at first."""
+        with self._lock:
+            return self._pace.get(kind, 1.0)
+
+    def learn_pace(self, kind: str, job: Job) -> None:
+        """A run of `kind` finished (not cancelled): its elapsed time over its AR-pace estimate, for the next one."""
+        if job.at_ar_pace_s > 0:
+            with self._lock:
+                self._pace[kind] = min(20.0, max(0.2, job.elapsed() / job.at_ar_pace_s))
 
     def cancel_queued(self, event_ids: list[str]) -> None:
         """These queued calls end as cancelled when their turn comes, before any work (long_run)."""
@@ -166,6 +187,8 @@ def long_run(job: Job, key: str | None, parts, show, footer=None):
         yield {"status": f'<div class="ss-budget" role="status">{esc(job.what)}: cancelled while it waited in '
                          f'the queue; nothing ran.</div>'}
         return
+    kind = key.split(":")[-1] if key else ""
+    job.pace = JOBS.pace(kind)
     JOBS.start(key, job)
     shown, last = {}, None
     yield {"status": job.status()}
@@ -174,6 +197,7 @@ def long_run(job: Job, key: str | None, parts, show, footer=None):
             job.done += 1
             shown, last = show(partial), partial
             yield {**shown, "status": job.status()}
+        JOBS.learn_pace(kind, job)
         yield {**shown, "status": job.ended(cancelled=False) + (footer(last) if footer and last is not None else "")}
     except Cancelled:
         yield {**shown, "status": job.ended(cancelled=True) + (footer(last) if footer and last is not None else "")}
