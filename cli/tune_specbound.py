@@ -4,10 +4,10 @@
         [--preset paper|fast] [--grid alpha=0,1,2 tau_exit=0.05,0.1 d_max=2,4,6,8 w_max=6,10 min_exit_layer=2,3]
 
 Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),
-modelled R = MAT / (1 + δ), the share of layer passes saved against AR (exit checks counted in layers), drafted-token acceptance,
-head evaluations per token, and the wall-clock speed-up over AR measured in the same run. With --repeat R,
-AR and every setting run R times, interleaved (every other pass in reverse order), and the speed-up is over
-summed times: settings a few per cent apart swap places from run to run on a noisy machine otherwise.
+modelled R = MAT / (1 + δ), the share of layer passes saved against AR (exit checks counted in layers),
+drafted-token acceptance, head evaluations per token, and the wall-clock speed-up over AR measured in the same
+run. With --repeat R, AR and every setting run R times, interleaved (every other pass in reverse order), and the
+speed-up is over summed times: settings a few per cent apart swap places from run to run on a noisy machine otherwise.
 """
 from __future__ import annotations
 

@@ -298,7 +298,8 @@ def test_trace_records_the_step(target, heldout_prompts):
     assert d.layers_full_equivalent == t.tau * L
     assert t.delta == pytest.approx((d.layers_draft + d.head_evals * d.head_cost_layers) / L)
     # issue 46, item 4: what the step "saved" counts its exit checks in layers, as δ does
-    assert d.head_evals > 0 and d.layers_equivalent == pytest.approx(d.layers_computed + d.head_evals * d.head_cost_layers)
+    assert d.head_evals > 0
+    assert d.layers_equivalent == pytest.approx(d.layers_computed + d.head_evals * d.head_cost_layers)
     assert d.compute_saved == pytest.approx(1 - d.layers_equivalent / d.layers_full_equivalent)
 
 

@@ -66,8 +66,8 @@ def whose(run) -> str:
 
 
 def static_levels(shadow) -> str:
-    """' · 9 levels grown, 7 in the tree after the rerank': a static tree grows D + 1 levels (δ = D + 1) and its final rerank may keep
-    fewer, so the levels drawn and δ are both explained."""
+    """' · 9 levels grown, 7 in the tree after the rerank': a static tree grows D + 1 levels (δ = D + 1) and its
+    final rerank may keep fewer, so the levels drawn and δ are both explained."""
     grown = len(shadow.levels)
     kept = max((n.depth for n in shadow.nodes), default=-1) + 1
     if not grown:

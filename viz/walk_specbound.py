@@ -127,8 +127,8 @@ def verify_stage(t: StepTrace) -> Stage:
         "One staggered verification pass: the drafted tokens go through the layers they skipped, each joining at "
         "the depth it was computed exactly, from layer ", sb(t, "verify_from_layer", "d"), " up: ",
         sb(t, "layers_verify", "d"), " layer passes. ", *step_cost(t), " δ = ", Quote(t.delta, "delta", ".3g"),
-        " full forwards of drafting, exit checks included. Every committed token has now been through all L layers: in the "
-        "picture each token's drafting layers (grey: layers it was carried along while a later token drafted "
+        " full forwards of drafting, exit checks included. Every committed token has now been through all L "
+        "layers: in the picture each token's drafting layers (grey: layers it was carried along while a later token drafted "
         "deeper, so that token saw exact keys and values), and hatched above them the layers this one pass "
         "computed for it: no layer is computed twice."]
     return Stage("Verification", tuple(parts), ExitPicture("verify"),

@@ -44,7 +44,7 @@ MAX_ROWS = 4096  # a plan names kernels for at most this many rows (ours stop at
 MARGIN = 0.05  # another kernel replaces F.linear only where it is at least this much faster
 MIN_MB = 4.0  # smaller models keep F.linear everywhere: their products cost less than choosing would
 MEASURE_MB = 64.0  # the products timed: the model's first ones up to this size (past any CPU's cache)
-ENV = "SPECSCOPE_LINEAR"  # auto (measure) | linear | narrow | packed (one kernel at every T)
+ENV = "SPECSCOPE_LINEAR"  # auto (measure) | linear | narrow | packed | padded (one kernel at every T)
 PACK_ENV = "SPECSCOPE_LINEAR_PACK_MAX_MB"  # packed copies double a model's weights: only below this size
 PACK_MAX_MB = 2048.0
 PLANNED_DTYPES = (torch.float32, torch.bfloat16)  # fp16 on a CPU has no fast kernel worth choosing among
@@ -128,14 +128,11 @@ class Product:
         """x (T, in) -> (T, out) through `kernel`."""
         if kernel == NARROW:
             return narrow(x, self.w, self.b)
-        if kernel == PACKED:
-            return torch.ops.mkldnn._linear_pointwise(x, self.packed(), self.b, "none", [], "")
-        if kernel == PADDED:
+        if kernel in (PACKED, PADDED):
             T = x.shape[0]
-            if T >= PAD_ROWS:
-                return torch.ops.mkldnn._linear_pointwise(x, self.packed(), self.b, "none", [], "")
-            padded = torch.cat([x, x.new_zeros(PAD_ROWS - T, x.shape[1])])  # (PAD_ROWS, in)
-            return torch.ops.mkldnn._linear_pointwise(padded, self.packed(), self.b, "none", [], "")[:T]
+            if kernel == PADDED and T < PAD_ROWS:
+                x = torch.cat([x, x.new_zeros(PAD_ROWS - T, x.shape[1])])  # (PAD_ROWS, in)
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed(), self.b, "none", [], "")[:T]
         return F.linear(x, self.w, self.b)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -206,7 +203,7 @@ def measure_plan(products: list[Product], kernels: tuple[str, ...] = KERNELS, si
     plan and the milliseconds behind it ({kernel: ms per size})."""
     widths = {p.w.shape[1] for p in products}
     ms: dict[str, list[float]] = {k: [] for k in kernels}
-    for p in products if PACKED in kernels or PADDED in kernels else ():
+    for p in products if {PACKED, PADDED} & set(kernels) else ():
         p.packed()
     for t in sizes:
         xs = {n: torch.randn(t, n, dtype=products[0].w.dtype) for n in widths}
@@ -243,18 +240,19 @@ def forced_plan(value: str) -> LinearPlan | None:
     if value not in KERNELS:
         raise ValueError(f"{ENV} must be auto, {', '.join(KERNELS)} (got {value!r})")
     if value in (PACKED, PADDED) and not packed_available():
-        raise ValueError(f"{ENV}=packed needs a torch build with oneDNN (MKL-DNN), which this one lacks")
+        raise ValueError(f"{ENV}={value} needs a torch build with oneDNN (MKL-DNN), which this one lacks")
     return PLAIN if value == LINEAR else LinearPlan((1,), (value,))
 
 
 def plan_for(products: list[Product], device: torch.device, signature: str) -> LinearPlan:
-    """The plan a model's products use: PLAIN off the CPU, outside fp32 and bf16 and for small models; SPECSCOPE_LINEAR
-    when it names a kernel; else measured (about a second on the embedded target), kept on disk for a day
+    """The plan a model's products use: PLAIN off the CPU, outside fp32 and bf16 and for small models;
+    SPECSCOPE_LINEAR when it names a kernel; else measured (about a second on the embedded target), kept on disk for a day
     keyed by the machine and `signature` (the products' shapes), and in memory for the process."""
     forced = forced_plan(os.environ.get(ENV, ""))
     if forced is not None:
         return forced
-    if device.type != "cpu" or not products or products[0].w.dtype not in PLANNED_DTYPES or _weights_mb(products) < MIN_MB:
+    if (device.type != "cpu" or not products or products[0].w.dtype not in PLANNED_DTYPES
+            or _weights_mb(products) < MIN_MB):
         return PLAIN
     key = f"linear-plan|{signature}"
     if key in _MEMO:

@@ -138,7 +138,8 @@ class SpecBoundMethod:
         return SpecBoundStep(
             self.alpha, self.tau_exit, plan.d_max, self.w_max, min(self.min_exit_layer, plan.d_max), plan.heads.kind,
             L, exit_layers=list(plan.checks), layers_draft=block.layers, layers_verify=passed.layers,
-            layers_computed=computed, layers_full_equivalent=tau * L, compute_saved=1 - equivalent / max(1, tau * L), layers_equivalent=equivalent,
+            layers_computed=computed, layers_full_equivalent=tau * L, layers_equivalent=equivalent,
+            compute_saved=1 - equivalent / max(1, tau * L),
             head_evals=block.head_evals, head_cost_layers=h_cost, layers_joined=block.joined,
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
