@@ -27,37 +27,49 @@ class Batch:
 
 
 class Features:
-    """The memory-mapped arrays of one features folder, split into train / held-out sequences."""
+    """The memory-mapped arrays of one or more features folders (training legs may add data), as one set of
+    sequences split into train / held-out. Sequence g of the set is sequence g - first[f] of folder f."""
 
-    def __init__(self, folder: Path) -> None:
-        self.meta = json.loads((folder / "meta.json").read_text())
-        self.feats = np.load(folder / "feats.npy", mmap_mode="r")
-        self.final = np.load(folder / "final.npy", mmap_mode="r")
-        self.tokens = np.load(folder / "tokens.npy")
-        self.greedy = np.load(folder / "greedy.npy")
-        self.offsets = np.asarray(self.meta["offsets"])
-        held = np.asarray(self.meta["heldout"])
+    def __init__(self, *folders: Path) -> None:
+        self.metas = [json.loads((f / "meta.json").read_text()) for f in folders]
+        if len({tuple(m["taps"]) for m in self.metas}) != 1:
+            raise ValueError("features folders tapped different layers; compute them with the same --feature-layers")
+        self.meta = self.metas[0]
+        self.feats = [np.load(f / "feats.npy", mmap_mode="r") for f in folders]
+        self.final = [np.load(f / "final.npy", mmap_mode="r") for f in folders]
+        self.tokens = [np.load(f / "tokens.npy") for f in folders]
+        self.greedy = [np.load(f / "greedy.npy") for f in folders]
+        self.first = np.cumsum([0] + [len(m["ids"]) for m in self.metas])
+        held = np.concatenate([np.asarray(m["heldout"], bool) for m in self.metas])
         self.train = np.flatnonzero(~held)
         self.heldout = np.flatnonzero(held)
 
+    def _where(self, g: int) -> tuple[int, int, int, int]:
+        """(folder, first token, length, prompt length) of sequence g."""
+        f = int(np.searchsorted(self.first, g, side="right") - 1)
+        i, m = g - int(self.first[f]), self.metas[f]
+        return f, int(m["offsets"][i]), int(m["offsets"][i + 1] - m["offsets"][i]), int(m["prompt_lens"][i])
+
     def answer_tokens(self, which: np.ndarray) -> np.ndarray:
         """The answers' token ids of these sequences (what the draft vocabulary is counted over)."""
-        parts = [self.tokens[self.offsets[i] + self.meta["prompt_lens"][i]: self.offsets[i + 1]] for i in which]
+        parts = []
+        for g in which:
+            f, a, m, p = self._where(int(g))
+            parts.append(self.tokens[f][a + p: a + m])
         return np.concatenate(parts)
 
     def batch(self, which: np.ndarray) -> Batch:
-        lens = [int(self.offsets[i + 1] - self.offsets[i]) for i in which]
-        B, S, H = len(which), max(lens), self.final.shape[1]
+        where = [self._where(int(g)) for g in which]
+        B, S, H = len(which), max(w[2] for w in where), self.final[0].shape[1]
         x = np.zeros((B, S), np.int64)
         top = np.zeros((B, S), np.int64)
         feats = np.zeros((B, S, 3 * H), np.float32)
         final = np.zeros((B, S, H), np.float32)
         scored = np.zeros((B, S), bool)
-        for b, (i, m) in enumerate(zip(which, lens)):
-            a = int(self.offsets[i])
-            x[b, :m], top[b, :m] = self.tokens[a: a + m], self.greedy[a: a + m]
-            feats[b, :m], final[b, :m] = self.feats[a: a + m], self.final[a: a + m]
-            scored[b, self.meta["prompt_lens"][i] - 1: m - 1] = True
+        for b, (f, a, m, p) in enumerate(where):
+            x[b, :m], top[b, :m] = self.tokens[f][a: a + m], self.greedy[f][a: a + m]
+            feats[b, :m], final[b, :m] = self.feats[f][a: a + m], self.final[f][a: a + m]
+            scored[b, p - 1: m - 1] = True
         return Batch(*(torch.from_numpy(v) for v in (x, feats, final, top, scored)))
 
     def sample(self, seed: int, step: int, batch_size: int) -> Batch:

@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--feature-layers", default=None, help="three hidden-state indices, e.g. 2,15,27")
     ap.add_argument("--max-len", type=int, default=512)
     ap.add_argument("--limit", type=int, default=0, help="at most this many conversations (a seeded sample)")
+    ap.add_argument("--skip", nargs="*", default=[], help="features folders whose conversations to leave out "
+                    "(a later leg adds only what earlier legs did not compute)")
+    ap.add_argument("--ids", default="", help="only answers whose request id starts with this (e.g. wide-: a leg's new data)")
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="the target's precision here: bf16 "
                     "is about twice as fast on CPUs with bf16 matrix units, and is what `--dtype auto` decodes in there")
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     if not files:
         fail(f"no answers match {args.answers}")
     rows = [json.loads(line) for f in files for line in Path(f).read_text().splitlines() if line.strip()]
-    rows.sort(key=lambda r: r["id"])
+    skip = {i for f in args.skip for i in json.loads((Path(f) / "meta.json").read_text())["ids"]}
+    rows = sorted((r for r in rows if r["id"].startswith(args.ids) and r["id"] not in skip), key=lambda r: r["id"])
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).eval()
     L, H = model.config.num_hidden_layers, model.config.hidden_size

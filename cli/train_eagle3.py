@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
@@ -119,17 +120,43 @@ def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int, taps: list[int] | No
 
 
 def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[int, float, list]:
-    """Load a saved head's weights into `head` (same draft vocabulary required); (steps, seconds, legs) it
-    was trained for, from its metrics.json, so the model card keeps the whole history."""
+    """Load a saved head's weights into `head`; (steps, seconds, legs) it was trained for, from its metrics.json,
+    so the model card keeps the whole history. The draft vocabulary may have grown (`saved_vocabulary`): rows of
+    lm_head are matched by token id, and a token new to it keeps `head`'s start (the target's own lm_head row)."""
     saved = load_head(folder, head.config.hidden_size, head.config.vocab_size, torch.device("cpu"), torch.float32)
-    if saved.reduced != head.reduced or (head.reduced and not torch.equal(saved.d2t.cpu(), head.d2t.cpu())):
-        raise SystemExit(f"error: the head in '{folder}' has another draft vocabulary; train from scratch instead")
+    if saved.reduced != head.reduced:
+        raise SystemExit(f"error: the head in '{folder}' has another kind of vocabulary; train from scratch instead")
     wanted = head.state_dict()
-    head.load_state_dict({k: v.to(wanted[k].dtype) for k, v in saved.state_dict().items() if k in wanted})
+    state = {k: v.to(wanted[k].dtype) for k, v in saved.state_dict().items() if k in wanted}
+    if head.reduced:
+        old = saved.d2t.cpu() + torch.arange(len(saved.d2t))  # (Vd_old,) token ids
+        row = torch.full((head.config.vocab_size,), -1, dtype=torch.long)
+        row[old] = torch.arange(len(old))
+        at = row[draft_ids.cpu()]  # (Vd,) the saved row of each draft token, -1 if new
+        if (at < 0).all() or len(old) > len(draft_ids):
+            raise SystemExit(f"error: the head in '{folder}' has another draft vocabulary; train from scratch instead")
+        lm = wanted["lm_head.weight"].clone()  # (Vd, H)
+        lm[at >= 0] = state["lm_head.weight"][at[at >= 0]]
+        state.update({"lm_head.weight": lm, "d2t": wanted["d2t"], "t2d": wanted["t2d"]})
+    head.load_state_dict(state)
     m = json.loads((folder / "metrics.json").read_text()) if (folder / "metrics.json").exists() else {}
     legs = m.get("legs", [])
     steps = max([g["steps"] for g in legs], default=0)
     return steps, float(m.get("train_s", 0.0)), legs
+
+
+def saved_vocabulary(folder: Path, counts: np.ndarray, size: int) -> torch.Tensor:
+    """A warm start's draft vocabulary: the saved head's tokens, topped up with the most frequent others of
+    this leg's data to at most `size` (sorted ids; a token the data never holds is not added), so a leg on wider
+    data can widen what the head may draft."""
+    cfg = json.loads((folder / "config.json").read_text())
+    d2t = load_file(str(folder / "model.safetensors")).get("d2t")
+    if d2t is None or cfg.get("draft_vocab_size") in (None, cfg["vocab_size"]):
+        return draft_vocabulary(counts, size)[0]
+    old = d2t.long() + torch.arange(len(d2t))
+    rest = np.argsort(-counts, kind="stable")
+    rest = rest[~np.isin(rest, old.numpy()) & (counts[rest] > 0)][: max(0, size - len(old))]  # tokens it saw
+    return torch.from_numpy(np.sort(np.concatenate([old.numpy(), rest])))
 
 
 def unrolled(head: EagleHead, target, x: torch.Tensor, steps: int, draft_ids: torch.Tensor):
@@ -220,7 +247,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--target", default="assets/models/target", help="a folder, or a real model's name (smollm2)")
     ap.add_argument("--out", default="assets/models/eagle3")
     ap.add_argument("--work", default=".cache/eagle3")
-    ap.add_argument("--features", default=None, help="a cli.eagle3_features folder: train on the target's own "
+    ap.add_argument("--features", default=None, help="cli.eagle3_features folders, comma-separated: train on the target's own "
                     "answers (features computed once) instead of running the target over the stdlib corpus")
     ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--batch-size", type=int, default=4)
@@ -250,12 +277,15 @@ def main(argv: list[str] | None = None) -> None:
     for p in target.parameters():
         p.requires_grad_(False)
     V, L = target.config.vocab_size, target.config.num_hidden_layers
-    feats = Features(Path(args.features)) if args.features else None
+    folders = [Path(p) for p in args.features.split(",")] if args.features else []
+    feats = Features(*folders) if folders else None
+    if feats is not None and not len(feats.heldout):
+        raise SystemExit("error: --features holds no held-out conversation to evaluate the head on (add requests)")
     if feats is not None:
         counts = np.bincount(feats.answer_tokens(feats.train), minlength=V)
         taps = feats.meta["taps"]
         data_text = (f"the target's own greedy answers to {len(feats.train):,} chat and code requests "
-                     f"(`{Path(args.features).name}`: {int(counts.sum()):,} answer tokens)")
+                     f"(`{'`, `'.join(f.name for f in folders)}`: {int(counts.sum()):,} answer tokens)")
     else:
         tokenizer = PreTrainedTokenizerFast.from_pretrained(target_dir)
         train, heldout = corpus(tokenizer, work)
@@ -268,6 +298,13 @@ def main(argv: list[str] | None = None) -> None:
             except ValueError as exc:
                 raise SystemExit(f"error: --feature-layers: {exc}") from None
     draft_ids, coverage = draft_vocabulary(counts, args.draft_vocab)
+    ckpt = work / "head.ckpt"
+    if ckpt.exists():  # a resumed leg keeps the vocabulary it started with
+        d2t = torch.load(ckpt, map_location="cpu")["head"].get("d2t")
+        draft_ids = d2t + torch.arange(len(d2t)) if d2t is not None else draft_ids
+    elif args.init is not None:
+        draft_ids = saved_vocabulary(Path(args.init), counts, args.draft_vocab)
+    coverage = float(counts[draft_ids.numpy()].sum() / counts.sum())
     draft_ids = draft_ids.to(device)
     print(f"{data_text}; draft vocabulary of {len(draft_ids)} covers {coverage:.1%}")
 
@@ -279,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     lm_draft = target.lm_head.weight[draft_ids].detach()  # (Vd, H): the teacher's rows
     opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
                             weight_decay=0.0)
-    ckpt, log = work / "head.ckpt", work / "head.log.jsonl"
+    log = work / "head.log.jsonl"
     start, elapsed, legs, seen_before = 0, 0.0, [], 0
     warm = args.init is not None and not ckpt.exists()
     if warm:  # a warm start: its legs and time carry on, the optimiser does not
@@ -293,7 +330,8 @@ def main(argv: list[str] | None = None) -> None:
         seen_before = state.get("seen", 0)  # answer tokens the earlier legs trained on (older checkpoints: not kept)
         print(f"resuming at step {start}")
     if start < args.steps:  # every (re)start with its schedule and loss, for the model card
-        leg = {"start": start, "steps": args.steps, "hard_weight": args.hard_weight, "lr": args.lr}
+        leg = {"start": start, "steps": args.steps, "hard_weight": args.hard_weight, "lr": args.lr,
+               "draft_vocab": len(draft_ids), "features": args.features}
         if warm:  # a warm start warms up and decays over its own steps
             leg.update(schedule_from=start, init=args.init, feature_layers=args.feature_layers)
         elif legs and legs[-1]["steps"] == args.steps and "schedule_from" in legs[-1]:  # the same leg, resumed

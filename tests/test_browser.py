@@ -318,7 +318,7 @@ def test_an_imported_trace_with_markup_runs_no_script(app, tmp_path):
 def test_cancel_a_compare_run_keeps_the_page_usable(page):
     start_compare(page, 64)
     page.get_by_text("estimated").first.wait_for(timeout=60_000)  # the estimate comes first
-    wait_status(page, "#compare-status", "1 of 7 done", 180_000)
+    wait_status(page, "#compare-status", "1 of 13 done", 180_000)
     page.click("#compare-cancel")
     wait_status(page, "#compare-status", "Cancelled after", 30_000)
     assert "ar" in page.locator("#compare-table").inner_text().split()  # what finished stays

@@ -27,7 +27,7 @@ def test_compare_runs_every_method_with_a_range_and_error_bars():
     updates = list(run_compare(PROMPT, 8, 0.0))
     assert set(updates[0]) == {"status"}  # the estimate comes first, alone
     assert "estimated" in updates[0]["status"] and "ms per token" in updates[0]["status"]
-    assert "1 of 7 done · running chain" in updates[1]["status"] and "left" in updates[1]["status"]
+    assert "1 of 13 done · running chain (round 1)" in updates[1]["status"] and "left" in updates[1]["status"]
     rows, fig, status = (updates[-1][k] for k in ("table", "plot", "status"))
     assert "done in" in status
     assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "talon@self", "specbound"]
@@ -79,9 +79,9 @@ def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():
     assert [r[0] for r in rows] == ["ar"]
     assert "Nothing to cancel" in cancel_compare(other)  # another session's Cancel does not touch this run
     assert "Nothing to cancel" in cancel_sweep(me)  # nor this session's Cancel on the Tune tab
-    assert "Cancelled after 1 of 7" in cancel_compare(me)
+    assert "Cancelled after 1 of 13" in cancel_compare(me)
     rest = list(running)
-    assert len(rest) == 1 and rest[0]["table"] == rows and "Cancelled after 1 of 7" in rest[0]["status"]  # kept
+    assert len(rest) == 1 and rest[0]["table"] == rows and "Cancelled after 1 of 13" in rest[0]["status"]  # kept
     assert "Nothing to cancel" in cancel_compare(me)
     assert list(run_compare(PROMPT, 8, 0.0, request=me))[-1]["table"][-1][0] == "specbound"  # usable again
     assert step(None)["run"].traces  # and so is stepping

@@ -1,9 +1,11 @@
 """Compare's runs (the tab: ui/compare_tab.py): one prompt through AR, chain, static, TALON and SpecBound, each to the
-end. Plain AR is timed immediately before and again after the other methods and averaged per output position; that
-average *is* the AR row (so AR over itself is exactly 1.00×), and each method's speed-up is AR's time over its own
-for the same positions. Its range, in the table and as the bars' error bars, resamples the method's steps against
-either AR pass (core/metrics.pooled_spread, as Tune's cells): the steps' noise and the machine's drift between the
-passes."""
+end, in rounds. Plain AR is timed before the methods and again after each round, and a second round runs the
+methods in the reverse order (so no method always runs last, nearest a busy spell). The AR passes averaged per
+output position *are* the AR row (so AR over itself is exactly 1.00×), and each method's speed-up pools its rounds'
+steps against that average. Its range, in the table and as the bars' error bars, resamples the method's steps of
+every round against one AR pass drawn at random (core/metrics.pooled_spread, as Tune's cells): the steps' noise,
+the machine's drift across the whole run, and the rounds' differences, which one pass before and one after the
+methods left out (two identical one-round runs gave chain 1.46× then 2.99×)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -15,7 +17,26 @@ from ui.config import RunConfig
 from ui.run import Run
 
 COMPARE_METHODS = ("ar", "chain", "static", "talon", "talon@self", "specbound")  # method@drafter: that drafter
-PARTS = ["plain AR (before the methods)", *COMPARE_METHODS[1:], "plain AR (after the methods)"]  # compare()'s runs
+ROUNDS = 2  # the default: forward, then reverse order
+MAX_ROUNDS = 3
+
+
+def round_order(r: int) -> tuple[str, ...]:
+    """The methods of round r (from 0): the even rounds in the table's order, the odd ones reversed."""
+    methods = COMPARE_METHODS[1:]
+    return methods if r % 2 == 0 else methods[::-1]
+
+
+def parts(rounds: int = ROUNDS) -> list[str]:
+    """compare()'s runs in order, named for the progress line."""
+    out = ["plain AR (before the methods)"]
+    for r in range(rounds):
+        tag = f" (round {r + 1})" if rounds > 1 else ""
+        out += [m + tag for m in round_order(r)] + [f"plain AR (after round {r + 1})" if rounds > 1
+                                                    else "plain AR (after the methods)"]
+    return out
+
+
 
 
 @dataclass
@@ -51,7 +72,7 @@ def conclusions(rows: list[CompareRow]) -> list[str]:
     carry must say so rather than be read as a finding."""
     ranged = [r for r in rows if r.method != "ar" and r.speedup is not None and r.lo is not None]
     if not ranged:
-        return ["No ranges yet: they come once plain AR has been timed again after the methods."]
+        return ["No ranges yet: they come once plain AR has been timed again after the first round."]
     faster = [r.method for r in ranged if r.lo > 1.0]
     slower = [r.method for r in ranged if r.hi < 1.0]
     level = [r.method for r in ranged if r.lo <= 1.0 <= r.hi]
@@ -69,9 +90,9 @@ def conclusions(rows: list[CompareRow]) -> list[str]:
         said.append(f"Ranked by ranges that do not overlap: {'; '.join(apart)}.")
     if tied:
         said.append(f"Not ranked by this run (their ranges overlap): {'; '.join(tied)}.")
-    said.append("The ranges cover the steps' noise and the machine's drift between the two AR passes; a busy "
-                "machine can move a whole run more than that, so run Compare again before trusting a difference "
-                "that one run alone shows.")
+    said.append("The ranges cover the steps' noise, the rounds' differences and the machine's drift between the "
+                "AR passes of this run; a busy machine can move a whole run more than that, so run Compare again "
+                "before trusting a difference that one run alone shows.")
     return said
 
 
@@ -94,31 +115,52 @@ def run_method(method: str, knobs: dict, cfg: RunConfig,
     return run
 
 
-def method_row(f: Run, base: Baseline, passes: tuple[Baseline, Baseline] | None) -> CompareRow:
-    """`passes`: the AR passes before and after, for the range; None while the pass after is pending."""
-    st = run_stats(f.traces, f.step_ms, f.output_ids, f.config.sampling.greedy, base, True)
-    spread = pooled_spread([([t.tau for t in f.traces], f.step_ms)], [[p] for p in passes or ()])
-    lo, hi = (None, None) if spread is None else (spread.lo, spread.hi)
-    check = "n/a (sampling)" if st.lossless is None else "✓" if st.lossless else "✗"
-    label = f"{f.config.method}@{f.config.drafter}" if f.config.drafter == "self" else f.config.method
-    return CompareRow(label, f.output_text, st.mat, st.mean_delta, st.tok_s, st.speedup, check, lo=lo, hi=hi)
+def method_row(runs: list[Run], base: Baseline, passes: list[Baseline] | None) -> CompareRow:
+    """One method's rounds (the same prompt and knobs) as one row: the first round's text, MAT and δ over every
+    round's steps, lossless only if every round equals AR, and the speed-up pooled over the rounds' steps with its
+    range. `passes`: the AR passes so far when there are two or more (None: no range yet)."""
+    first = runs[0]
+    greedy = first.config.sampling.greedy
+    stats = [run_stats(f.traces, f.step_ms, f.output_ids, greedy, base, True) for f in runs]
+    traces = [t for f in runs for t in f.traces]
+    spread = pooled_spread([([t.tau for t in f.traces], f.step_ms) for f in runs], [[p] * len(runs) for p in passes]) \
+        if passes else None
+    tokens, ms = sum(t.tau for t in traces), sum(sum(f.step_ms) for f in runs)
+    mat = tokens / len(traces) if traces else 0.0
+    mean_delta = sum(t.delta for t in traces) / len(traces) if traces else 0.0
+    speedup = spread.value if spread is not None else stats[0].speedup
+    ok = [s.lossless for s in stats]
+    check = "n/a (sampling)" if ok[0] is None else "✓" if all(ok) else "✗"
+    label = f"{first.config.method}@{first.config.drafter}" if first.config.drafter == "self" else first.config.method
+    lo, hi = (None, None) if spread is None or spread.lo is None else (spread.lo, spread.hi)
+    return CompareRow(label, first.output_text, mat, mean_delta, tokens / ms * 1000 if ms > 0 else 0.0, speedup,
+                      check, lo=lo, hi=hi)
 
 
-def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None) -> Iterator[list[CompareRow]]:
-    """Yields the table so far after each run (AR before, each method, AR after: PARTS): until the AR pass
-    after the methods, speed-ups are against the pass before alone (no range); the last table is the final
-    one. `check` runs before every engine step and may raise to stop (Cancel)."""
+def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None,
+            rounds: int = ROUNDS) -> Iterator[list[CompareRow]]:
+    """Yields the table so far after each run (parts(rounds): AR before, then per round its methods and an AR
+    pass); until the second AR pass, speed-ups are against the first alone (no range); the last table is the
+    final one. `check` runs before every engine step and may raise to stop (Cancel)."""
     ar = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check)
-    before = ar.snapshot()
-    done: list[Run | CompareRow] = []
+    passes = [ar.snapshot()]
+    done: dict[str, list[Run] | CompareRow] = {}
 
-    def table(base: Baseline, passes: tuple[Baseline, Baseline] | None) -> list[CompareRow]:
+    def table() -> list[CompareRow]:
+        base = mean_baseline(passes)
         rows = [ar_row(base, ar.run.output_text)]
-        return rows + [f if isinstance(f, CompareRow) else method_row(f, base, passes) for f in done]
+        for method in COMPARE_METHODS[1:]:
+            got = done.get(method)
+            if got is not None:
+                rows.append(got if isinstance(got, CompareRow) else method_row(got, base, passes if len(passes) > 1 else None))
+        return rows
 
-    yield table(before, None)
-    for method in COMPARE_METHODS[1:]:
-        done.append(run_method(method, knobs, cfg, check))
-        yield table(before, None)
-    after = full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check).snapshot()
-    yield table(mean_baseline([before, after]), (before, after))
+    yield table()
+    for r in range(rounds):
+        for method in round_order(r):
+            if not isinstance(done.get(method), CompareRow):  # one that cannot run here is said once
+                got = run_method(method, knobs, cfg, check)
+                done[method] = got if isinstance(got, CompareRow) else [*done.get(method, []), got]
+            yield table()
+        passes.append(full_ar_pass(cfg.target, cfg.prompt, cfg.sampling, cfg.max_new_tokens, check).snapshot())
+        yield table()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from core import knobs as core_knobs
-from ui.compare import PARTS, compare, conclusions
+from ui.compare import MAX_ROUNDS, ROUNDS, compare, conclusions, parts
 from ui.examples import default_prompt
 from ui.handlers import friendly, make_config
 from ui.jobs import LONG, Job, ar_ms_per_token, cancel, long_run, session_key
@@ -68,18 +68,22 @@ def compare_outputs(rows: list) -> dict:
 @friendly
 def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: str = "embedded",
                 draft: str = "embedded", drafter: str = DEFAULT_DRAFTER, trees: str = VIEW, chat: str = "auto",
-                *view_values, request: gr.Request = None, **view_knobs):
+                *view_values, rounds: int = ROUNDS, request: gr.Request = None, **view_knobs):
     """Every method on one prompt (chain γ = 5; static and TALON at the `trees` setting: the views' own knobs,
     given after `chat` in VIEW_KNOBS order or by name, else their defaults; or the paper or embedded preset);
-    chain, static and TALON draft with `drafter`. A generator of outputs by name (table, plot, status): the
+    chain, static and TALON draft with `drafter`; `rounds` of the methods, each followed by plain AR (1–3). A generator of outputs by name (table, plot, status): the
     estimate first, naming the settings, then the table after each run (Cancel keeps it)."""
     view = {**dict(zip(VIEW_KNOBS, view_values)), **view_knobs}
     knobs = compare_knobs(trees, {k: v for k, v in view.items() if v is not None})
     cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter, chat=chat)
-    job = Job(f"Compare ({compare_settings(knobs)}): {len(PARTS)} runs of up to {cfg.max_new_tokens} tokens", PARTS,
-              cfg.max_new_tokens, ar_ms_per_token(cfg.target, cfg.prompt))
-    yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check),
+    rounds = int(rounds)
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise ValueError(f"rounds must be 1 to {MAX_ROUNDS} (got {rounds})")
+    steps = parts(rounds)
+    job = Job(f"Compare ({compare_settings(knobs)}; {rounds} round{'s' if rounds > 1 else ''}): {len(steps)} runs of "
+              f"up to {cfg.max_new_tokens} tokens", steps, cfg.max_new_tokens, ar_ms_per_token(cfg.target, cfg.prompt))
+    yield from long_run(job, session_key(request, "compare"), lambda check: compare(cfg, knobs, check, rounds),
                         compare_outputs, footer=conclusions_html)
 
 
@@ -95,12 +99,13 @@ def cancel_compare(request: gr.Request = None) -> str:
 
 
 COMPARE_INPUTS = ("prompt", "max_new_tokens", "temperature", "target", "draft", "drafter", "trees", "chat",
-                  *VIEW_KNOBS)  # the views' own knobs, for trees = "view"
+                  *VIEW_KNOBS, "rounds")  # the views' own knobs, for trees = "view"; then rounds
 
 
 def compare_tab(models: dict, views: dict | None = None) -> dict:
-    gr.Markdown("One prompt through every method, each run to the end and timed on this machine. Each speed-up "
-                "comes with its range (resampled steps against AR timed before and after), drawn as error bars.")
+    gr.Markdown("One prompt through every method, each run to the end and timed on this machine, in rounds (the "
+                "second in reverse order) with plain AR timed before and after each. Each speed-up comes with its "
+                "range (every round's steps resampled against those AR passes), drawn as error bars.")
     c: dict = dict(models)
     for name in VIEW_KNOBS:  # trees = "view": the TALON and SpecBound views' own knobs, read when Compare runs
         view = "talon" if name in views["talon"] and name not in views["specbound"] else "specbound"
@@ -112,6 +117,9 @@ def compare_tab(models: dict, views: dict | None = None) -> dict:
                                             elem_id="compare-max-new", elem_classes="ss-knob")
             c["temperature"] = gr.Slider(0, 2, value=0, step=0.05, label="temperature", info="0 = greedy",
                                          elem_classes="ss-knob")
+            c["rounds"] = gr.Slider(1, MAX_ROUNDS, value=ROUNDS, step=1, label="rounds", elem_id="compare-rounds",
+                                    elem_classes="ss-knob", info="more rounds: a range that covers more of this "
+                                                                 "machine's noise, at that many times the time")
             c["drafter"] = drafter_input("compare-drafter")
             c["trees"] = gr.Radio([(label, name) for name, label in TREE_SETTINGS.items()], value=VIEW,
                                   label="static and TALON settings", elem_id="compare-trees",
