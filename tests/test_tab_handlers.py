@@ -108,6 +108,24 @@ def test_tune_cells_show_their_range_the_colours_midpoint_and_the_few_tokens_war
     assert "resamplings of its steps" in summary
 
 
+
+def test_tune_times_ar_after_each_row_and_scores_every_cell_against_every_pass(monkeypatch):
+    """Issue 46, item 5: a Tune cell read 1.03× (0.53–1.64) in one run and 2.23× (1.90–2.54) in the next, its range
+    drawn against AR before and after the grid alone. AR is now timed after each row too, and every cell's range
+    draws against all the passes: the first row's cells gain a range once their row's AR pass is in."""
+    import ui.tune
+    calls = []
+    real = ui.tune.pooled_spread
+    monkeypatch.setattr(ui.tune, "pooled_spread", lambda runs, passes: (calls.append(len(passes)), real(runs, passes))[1])
+    updates = list(run_sweep("TALON: μ × N", "0.05, 0.2", "6, 8", 1, 8))
+    status = [unescape(u["status"]) for u in updates]
+    assert len(updates) == 1 + 7 + 1 and "plain AR (after row 1)" in status[3]
+    assert "AR before the grid and after each row" in status[0]
+    after_row = updates[4]["speedup"].data[0].text[0]
+    assert all(re.search(r"\d+\.\d\d–\d+\.\d\d×", t) for t in after_row)  # row 1 ranged after its AR pass
+    assert calls[-4:] == [3, 3, 3, 3]  # the final scores: every cell against the three passes
+
+
 def test_tune_fixed_knobs_are_shown_and_reach_the_runs(monkeypatch):
     import ui.tune
     from core.knobs import PRESETS
