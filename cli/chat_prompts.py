@@ -5,7 +5,9 @@
 Training requests (deterministic, seeded):
 - code: "Write a Python function `sig` that <its docstring's first sentence>" and "Explain what this function
   does" over functions of the standard library's *training* files (cli/corpus.py's split);
-- chat: request templates crossed with a list of everyday topics, and arithmetic word problems with drawn numbers.
+- chat: request templates crossed with a list of everyday topics, and arithmetic word problems with drawn numbers;
+- wide (`wide-*`, appended so the earlier ids and their answers stay valid): requests of many shapes an assistant
+  gets (`wide_requests`), for a head that must draft on requests unlike any template.
 Held-out requests (what the real-model tables are measured on; no head is trained on them): the hand-written
 `assets/prompts/chat.jsonl` and code requests built the same way from the *held-out* stdlib files.
 """
@@ -249,11 +251,11 @@ def main(argv: list[str] | None = None) -> None:
     random.Random(args.seed + 3).shuffle(wide)
     rows += [{"id": f"wide-{i}", "prompt": p} for i, p in enumerate(wide)]
     chat = [json.loads(line) for line in Path("assets/prompts/chat.jsonl").read_text().splitlines() if line.strip()]
-    if {r["prompt"] for r in chat} & {r["prompt"] for r in rows}:
-        raise SystemExit("error: a held-out request is among the training requests")
-    write(Path(args.out), rows)
     code = [p for p in code_requests(heldout_files, random.Random(args.seed + 1), 1) if p.startswith("Write")]
     held = chat + [{"id": f"code-{i}", "prompt": p} for i, p in enumerate(code[: args.heldout_code])]
+    if {r["prompt"] for r in held} & {r["prompt"] for r in rows}:
+        raise SystemExit("error: a held-out request is among the training requests")
+    write(Path(args.out), rows)
     write(Path(args.heldout_out), held)
     print(f"wrote {len(rows)} training requests to {args.out} and {len(held)} held-out ones to {args.heldout_out}")
 

@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=24)
     ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp32"))
     ap.add_argument("--shard", default="0/1", help="i/n: answer every n-th request from the i-th")
+    ap.add_argument("--ids", default="", help="with --as-text: only answers whose request id starts with this")
     ap.add_argument("--as-text", nargs="+", default=None, metavar="ANSWERS",
                     help="instead: write these answer files to --out as plain text (each conversation as the chat "
                          "template lays it out), for cli.train_layer_heads --text")
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     tok = AutoTokenizer.from_pretrained(folder)
     if args.as_text:
         rows = [json.loads(line) for f in args.as_text for line in Path(f).read_text().splitlines() if line.strip()]
-        rows.sort(key=lambda r: r["id"])
+        rows = sorted((r for r in rows if r["id"].startswith(args.ids)), key=lambda r: r["id"])
         Path(args.out).write_text("\n".join(tok.decode(r["prompt_ids"] + r["response_ids"]) for r in rows))
         print(args.out)
         return
