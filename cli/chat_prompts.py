@@ -7,7 +7,9 @@ Training requests (deterministic, seeded):
   does" over functions of the standard library's *training* files (cli/corpus.py's split);
 - chat: request templates crossed with a list of everyday topics, and arithmetic word problems with drawn numbers;
 - wide (`wide-*`, appended so the earlier ids and their answers stay valid): requests of many shapes an assistant
-  gets (`wide_requests`), for a head that must draft on requests unlike any template.
+  gets (`wide_requests`), for a head that must draft on requests unlike any template;
+- words (`words-*`, appended after them): requests about words of the target's own vocabulary (`word_requests`),
+  so needs the target's tokenizer (python -m cli.get_model smollm2).
 Held-out requests (what the real-model tables are measured on; no head is trained on them): the hand-written
 `assets/prompts/chat.jsonl` and code requests built the same way from the *held-out* stdlib files.
 """
@@ -17,10 +19,12 @@ import argparse
 import ast
 import json
 import random
+import re
 from pathlib import Path
 
-from cli.common import run_main
+from cli.common import fail, run_main
 from cli.corpus import source_files, split
+from core.model.real_models import resolve
 
 TOPICS = (
     "the water cycle", "black holes", "the French Revolution", "machine learning", "climate change", "the immune system",
@@ -229,6 +233,36 @@ def wide_requests(rng) -> list[str]:
     return out
 
 
+
+WORD_TEMPLATES = (
+    "What does the word '{w}' mean? Use it in two example sentences.",
+    "Write a short paragraph that uses the word '{w}' naturally.",
+    "Write a very short story that includes the word '{w}'.",
+    "Explain the idea of {w} to a beginner.",
+    "Give me three interesting facts related to {w}.",
+    "Write a haiku about {w}.",
+    "What are some synonyms and antonyms of '{w}'?",
+    "Write a tweet that mentions {w}.",
+    "Write a question a student might ask about {w}, and answer it.",
+    "How would you explain {w} to a ten-year-old?",
+    "Translate the word '{w}' into French and Spanish, with an example sentence in each.",
+    "Write a short dialogue between two friends in which one of them says '{w}'.",
+    "Write a short paragraph that connects {w} and {v}.",
+)
+
+
+def word_requests(rng: random.Random, words: list[str], n: int) -> list[str]:
+    """Requests about n words of the target's own vocabulary (whole lowercase words of 6 to 12 letters): the
+    widest spread of subjects this machine can draw without a corpus, so answers reach tokens no template does."""
+    picked = rng.sample(words, n)
+    return [rng.choice(WORD_TEMPLATES).format(w=w, v=rng.choice(words)) for w in picked]
+
+
+def vocabulary_words(tokenizer_json: Path) -> list[str]:
+    """The tokenizer's whole-word tokens (a leading space, then 6 to 12 lowercase letters), sorted."""
+    vocab = json.loads(tokenizer_json.read_text())["model"]["vocab"]
+    return sorted(w[1:] for w in vocab if re.fullmatch(r"\u0120[a-z]{6,12}", w))
+
 def write(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -241,6 +275,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-file", type=int, default=3)
     ap.add_argument("--heldout-code", type=int, default=12)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", default="smollm2", help="whose vocabulary the word requests draw from")
+    ap.add_argument("--word-requests", type=int, default=2400)
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     train_files, heldout_files = split(source_files())
@@ -250,6 +286,11 @@ def main(argv: list[str] | None = None) -> None:
     wide = wide_requests(random.Random(args.seed + 2))  # appended: the first set's ids and answers stay valid
     random.Random(args.seed + 3).shuffle(wide)
     rows += [{"id": f"wide-{i}", "prompt": p} for i, p in enumerate(wide)]
+    tokenizer = Path(resolve(args.model)) / "tokenizer.json"
+    if not tokenizer.is_file():
+        fail(f"no tokenizer at '{tokenizer}' (run: python -m cli.get_model {args.model})")
+    words = word_requests(random.Random(args.seed + 4), vocabulary_words(tokenizer), args.word_requests)
+    rows += [{"id": f"words-{i}", "prompt": p} for i, p in enumerate(words)]
     chat = [json.loads(line) for line in Path("assets/prompts/chat.jsonl").read_text().splitlines() if line.strip()]
     code = [p for p in code_requests(heldout_files, random.Random(args.seed + 1), 1) if p.startswith("Write")]
     held = chat + [{"id": f"code-{i}", "prompt": p} for i, p in enumerate(code[: args.heldout_code])]

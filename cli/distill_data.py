@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=24)
     ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp32"))
     ap.add_argument("--shard", default="0/1", help="i/n: answer every n-th request from the i-th")
-    ap.add_argument("--ids", default="", help="with --as-text: only answers whose request id starts with this")
+    ap.add_argument("--ids", default="", help="only requests (with --as-text: answers) whose id starts with this")
     ap.add_argument("--as-text", nargs="+", default=None, metavar="ANSWERS",
                     help="instead: write these answer files to --out as plain text (each conversation as the chat "
                          "template lays it out), for cli.train_layer_heads --text")
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     model = AutoModelForCausalLM.from_pretrained(
         folder, dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float32).eval()
-    rows = [json.loads(line) for line in Path(args.prompts).read_text().splitlines() if line.strip()][i::n]
+    rows = [r for r in (json.loads(line) for line in Path(args.prompts).read_text().splitlines() if line.strip())
+            if r["id"].startswith(args.ids)][i::n]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {json.loads(line)["id"] for line in out.read_text().splitlines()} if out.exists() else set()
