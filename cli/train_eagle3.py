@@ -62,20 +62,23 @@ def card_section(m: dict, mb: float) -> str:
     steps = " | ".join(f"{x:.3f}" for x in m["agreement"])
     ce = " | ".join(f"{x:.3f}" for x in m["soft_ce"])
     cols = " | ".join(f"step {k + 1}" for k in range(len(m["agreement"])))
+    vocab = next((g["draft_vocab"] for g in reversed(m.get("legs", [])) if "draft_vocab" in g), a["draft_vocab"])
+    grown = " (the draft vocabulary the last leg widened by token id)" if vocab != a["draft_vocab"] else ""
+    held = "conversations held out by a hash of their id" if a.get("features") else "held-out files"
     return f"""{CARD_START}
 
 `eagle3/`: an EAGLE-3 head for the target in the published SafeAILab/EAGLE layout (`config.json` with
 `draft_vocab_size`, `model.safetensors` with `fc`, `midlayer.*`, `norm`, `lm_head`, `d2t`, `t2d`; fp16,
 {mb:.2f} MB). It reads the target's hidden states {m.get('taps_text', 'entering layers 2, L//2, L-3')}, runs one decoder layer of
-width {m.get('hidden', 'd')} over [embedding, state], and scores the {a['draft_vocab']} most frequent target tokens
-({m['draft_vocab_coverage']:.1%} of training tokens). Trained by
+width {m.get('hidden', 'd')} over [embedding, state], and scores {vocab:,} target tokens{grown}
+({m['draft_vocab_coverage']:.1%} of the training answers' tokens). Trained by
 `python -m cli.train_eagle3 {flags}` on {m.get('data_text', "the embedded target's training split")} ({m['train_tokens']:,} tokens,
 {m['train_s'] / 60:.1f} min on 2 CPU cores shared with other work), {a['ttt']} unrolled draft steps per position
 (training-time test, loss weights 0.8^k), soft cross-entropy to the target's distribution over the draft
 vocabulary plus `--hard-weight` × cross-entropy to its greedy choice, warm-started as a logit lens of the high
 feature. Legs (each resumed from the previous one's checkpoint): {legs_note(m)}.
 
-Held-out ({m['heldout_tokens']:,} tokens of the held-out files; step k = a token k-1 levels below the root,
+Held-out ({m['heldout_tokens']:,} tokens of the {held}; step k = a token k-1 levels below the root,
 its ancestors correct):
 
 | | {cols} |
@@ -119,9 +122,9 @@ def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int, taps: list[int] | No
     return head
 
 
-def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[int, float, list]:
-    """Load a saved head's weights into `head`; (steps, seconds, legs) it was trained for, from its metrics.json,
-    so the model card keeps the whole history. The draft vocabulary may have grown (`saved_vocabulary`): rows of
+def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[int, float, list, int]:
+    """Load a saved head's weights into `head`; (steps, seconds, legs, tokens) it was trained for, from its
+    metrics.json, so the model card keeps the whole history. The draft vocabulary may have grown (`saved_vocabulary`): rows of
     lm_head are matched by token id, and a token new to it keeps `head`'s start (the target's own lm_head row)."""
     saved = load_head(folder, head.config.hidden_size, head.config.vocab_size, torch.device("cpu"), torch.float32)
     if saved.reduced != head.reduced:
@@ -142,7 +145,7 @@ def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[
     m = json.loads((folder / "metrics.json").read_text()) if (folder / "metrics.json").exists() else {}
     legs = m.get("legs", [])
     steps = max([g["steps"] for g in legs], default=0)
-    return steps, float(m.get("train_s", 0.0)), legs
+    return steps, float(m.get("train_s", 0.0)), legs, int(m.get("train_tokens", 0))
 
 
 def saved_vocabulary(folder: Path, counts: np.ndarray, size: int) -> torch.Tensor:
@@ -320,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     start, elapsed, legs, seen_before = 0, 0.0, [], 0
     warm = args.init is not None and not ckpt.exists()
     if warm:  # a warm start: its legs and time carry on, the optimiser does not
-        start, elapsed, legs = warm_start(head, Path(args.init), draft_ids)
+        start, elapsed, legs, seen_before = warm_start(head, Path(args.init), draft_ids)
         print(f"starting from {args.init} (trained {start} steps)")
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device)

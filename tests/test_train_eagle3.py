@@ -84,6 +84,8 @@ def test_a_leg_adds_a_features_folder_and_widens_the_draft_vocabulary(tmp_path):
     assert second["draft_vocab_size"] == 48
     m = json.loads((tmp_path / "h2" / "metrics.json").read_text())
     assert m["legs"][-1]["draft_vocab"] == 48 and "," in m["legs"][-1]["features"]
+    before = json.loads((tmp_path / "h1" / "metrics.json").read_text())["train_tokens"]
+    assert m["train_tokens"] > before > 0  # the tokens of every leg, the warm start's included
     old_ids = first.d2t + torch.arange(len(first.d2t))
     from safetensors.torch import load_file
     d2t = load_file(str(tmp_path / "h2" / "model.safetensors"))["d2t"]
@@ -94,7 +96,7 @@ def test_a_leg_adds_a_features_folder_and_widens_the_draft_vocabulary(tmp_path):
     ids = saved_vocabulary(tmp_path / "h1", np.ones(vocab), 48)
     assert len(ids) == 48 and len(saved_vocabulary(tmp_path / "h1", np.zeros(vocab), 48)) == 32  # only tokens seen
     head = new_head(AutoModelForCausalLM.from_pretrained(target), ids, 16, [1, 2, 4])
-    warm_start(head, tmp_path / "h1", ids)
+    assert warm_start(head, tmp_path / "h1", ids)[3] == before
     at = {int(t): r for r, t in enumerate(old_ids)}
     for r, t in enumerate(ids.tolist()):
         if t in at:
