@@ -173,5 +173,12 @@ def head_for(target, folder: str | Path = DEFAULT_HEAD) -> EagleHead:
     if key not in _HEADS:
         _HEADS[key] = load_head(folder, target.config.hidden_size, target.vocab_size, target.device, target.dtype,
                                 target.num_layers, target.body.embed_tokens.weight)
-        _HEADS[key].source = key[0]  # where its weights came from: part of its drafters' identity
+        _HEADS[key].source = f"{key[0]}#{weights_stamp(Path(key[0]))}"  # its drafters' identity (cost curves)
     return _HEADS[key]
+
+
+def weights_stamp(folder: Path) -> str:
+    """Size and time of the folder's files: a head retrained into the same folder is another drafter to the
+    kept cost curves (its draft vocabulary, and so its forward's cost, may have changed)."""
+    files = [f.stat() for f in folder.iterdir() if f.is_file()] if folder.is_dir() else []
+    return f"{sum(st.st_size for st in files)}-{max((st.st_mtime_ns for st in files), default=0)}"
