@@ -28,6 +28,7 @@ def test_compare_runs_every_method_with_a_range_and_error_bars():
     assert set(updates[0]) == {"status"}  # the estimate comes first, alone
     assert "estimated" in updates[0]["status"] and "ms per token" in updates[0]["status"]
     assert "1 of 13 done · running chain (round 1)" in updates[1]["status"] and "left" in updates[1]["status"]
+    assert "running specbound (round 2)" in updates[7]["status"]  # issue 46, item 5: the second round reversed
     rows, fig, status = (updates[-1][k] for k in ("table", "plot", "status"))
     assert "done in" in status
     assert [r[0] for r in rows] == ["ar", "chain", "static", "talon", "talon@self", "specbound"]
