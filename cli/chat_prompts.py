@@ -233,7 +233,6 @@ def wide_requests(rng) -> list[str]:
     return out
 
 
-
 WORD_TEMPLATES = (
     "What does the word '{w}' mean? Use it in two example sentences.",
     "Write a short paragraph that uses the word '{w}' naturally.",
@@ -262,6 +261,7 @@ def vocabulary_words(tokenizer_json: Path) -> list[str]:
     """The tokenizer's whole-word tokens (a leading space, then 6 to 12 lowercase letters), sorted."""
     vocab = json.loads(tokenizer_json.read_text())["model"]["vocab"]
     return sorted(w[1:] for w in vocab if re.fullmatch(r"\u0120[a-z]{6,12}", w))
+
 
 def write(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="at most this many conversations (a seeded sample)")
     ap.add_argument("--skip", nargs="*", default=[], help="features folders whose conversations to leave out "
                     "(a later leg adds only what earlier legs did not compute)")
-    ap.add_argument("--ids", default="", help="only answers whose request id starts with this (e.g. wide-: a leg's new data)")
+    ap.add_argument("--ids", default="", help="only answers whose request id starts with this (e.g. wide-: a "
+                    "leg's new data)")
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="the target's precision here: bf16 "
                     "is about twice as fast on CPUs with bf16 matrix units, and is what `--dtype auto` decodes in there")

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
@@ -122,17 +121,18 @@ def new_head(target, draft_ids: torch.Tensor, ttt_ctx: int, taps: list[int] | No
     return head
 
 
-def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[int, float, list, int]:
-    """Load a saved head's weights into `head`; (steps, seconds, legs, tokens) it was trained for, from its
-    metrics.json, so the model card keeps the whole history. The draft vocabulary may have grown (`saved_vocabulary`): rows of
-    lm_head are matched by token id, and a token new to it keeps `head`'s start (the target's own lm_head row)."""
-    saved = load_head(folder, head.config.hidden_size, head.config.vocab_size, torch.device("cpu"), torch.float32)
+def warm_start(head: EagleHead, saved: EagleHead, folder: Path,
+               draft_ids: torch.Tensor) -> tuple[int, float, list, int]:
+    """Load `saved` (the head in `folder`) into `head`; (steps, seconds, legs, tokens) it was trained for, from its
+    metrics.json, so the model card keeps the whole history. The draft vocabulary may have grown
+    (`saved_vocabulary`): rows of lm_head are matched by token id, and a token new to it keeps `head`'s start (the
+    target's own lm_head row)."""
     if saved.reduced != head.reduced:
         raise SystemExit(f"error: the head in '{folder}' has another kind of vocabulary; train from scratch instead")
     wanted = head.state_dict()
     state = {k: v.to(wanted[k].dtype) for k, v in saved.state_dict().items() if k in wanted}
     if head.reduced:
-        old = saved.d2t.cpu() + torch.arange(len(saved.d2t))  # (Vd_old,) token ids
+        old = saved.draft_ids().cpu()  # (Vd_old,) token ids
         row = torch.full((head.config.vocab_size,), -1, dtype=torch.long)
         row[old] = torch.arange(len(old))
         at = row[draft_ids.cpu()]  # (Vd,) the saved row of each draft token, -1 if new
@@ -148,18 +148,16 @@ def warm_start(head: EagleHead, folder: Path, draft_ids: torch.Tensor) -> tuple[
     return steps, float(m.get("train_s", 0.0)), legs, int(m.get("train_tokens", 0))
 
 
-def saved_vocabulary(folder: Path, counts: np.ndarray, size: int) -> torch.Tensor:
+def saved_vocabulary(saved: EagleHead, counts: np.ndarray, size: int) -> torch.Tensor:
     """A warm start's draft vocabulary: the saved head's tokens, topped up with the most frequent others of
     this leg's data to at most `size` (sorted ids; a token the data never holds is not added), so a leg on wider
     data can widen what the head may draft."""
-    cfg = json.loads((folder / "config.json").read_text())
-    d2t = load_file(str(folder / "model.safetensors")).get("d2t")
-    if d2t is None or cfg.get("draft_vocab_size") in (None, cfg["vocab_size"]):
+    if not saved.reduced:
         return draft_vocabulary(counts, size)[0]
-    old = d2t.long() + torch.arange(len(d2t))
+    old = saved.draft_ids().cpu().numpy()
     rest = np.argsort(-counts, kind="stable")
-    rest = rest[~np.isin(rest, old.numpy()) & (counts[rest] > 0)][: max(0, size - len(old))]  # tokens it saw
-    return torch.from_numpy(np.sort(np.concatenate([old.numpy(), rest])))
+    rest = rest[~np.isin(rest, old) & (counts[rest] > 0)][: max(0, size - len(old))]  # tokens it saw
+    return torch.from_numpy(np.sort(np.concatenate([old, rest])))
 
 
 def unrolled(head: EagleHead, target, x: torch.Tensor, steps: int, draft_ids: torch.Tensor):
@@ -250,8 +248,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--target", default="assets/models/target", help="a folder, or a real model's name (smollm2)")
     ap.add_argument("--out", default="assets/models/eagle3")
     ap.add_argument("--work", default=".cache/eagle3")
-    ap.add_argument("--features", default=None, help="cli.eagle3_features folders, comma-separated: train on the target's own "
-                    "answers (features computed once) instead of running the target over the stdlib corpus")
+    ap.add_argument("--features", default=None, help="cli.eagle3_features folders, comma-separated: train on the "
+                    "target's own answers (features computed once) instead of running the target over the stdlib "
+                    "corpus")
     ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=512)
@@ -305,8 +304,10 @@ def main(argv: list[str] | None = None) -> None:
     if ckpt.exists():  # a resumed leg keeps the vocabulary it started with
         d2t = torch.load(ckpt, map_location="cpu")["head"].get("d2t")
         draft_ids = d2t + torch.arange(len(d2t)) if d2t is not None else draft_ids
-    elif args.init is not None:
-        draft_ids = saved_vocabulary(Path(args.init), counts, args.draft_vocab)
+    saved = None
+    if args.init is not None and not ckpt.exists():  # a warm start: the saved head, loaded once
+        saved = load_head(Path(args.init), target.config.hidden_size, V, torch.device("cpu"), torch.float32)
+        draft_ids = saved_vocabulary(saved, counts, args.draft_vocab)
     coverage = float(counts[draft_ids.numpy()].sum() / counts.sum())
     draft_ids = draft_ids.to(device)
     print(f"{data_text}; draft vocabulary of {len(draft_ids)} covers {coverage:.1%}")
@@ -321,9 +322,9 @@ def main(argv: list[str] | None = None) -> None:
                             weight_decay=0.0)
     log = work / "head.log.jsonl"
     start, elapsed, legs, seen_before = 0, 0.0, [], 0
-    warm = args.init is not None and not ckpt.exists()
+    warm = saved is not None
     if warm:  # a warm start: its legs and time carry on, the optimiser does not
-        start, elapsed, legs, seen_before = warm_start(head, Path(args.init), draft_ids)
+        start, elapsed, legs, seen_before = warm_start(head, saved, Path(args.init), draft_ids)
         print(f"starting from {args.init} (trained {start} steps)")
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device)

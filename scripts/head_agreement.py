@@ -39,7 +39,7 @@ def main() -> None:
             head.load_state_dict(state)
         else:
             head = load_head(folder, H, V, torch.device("cpu"), torch.float32, L)
-        ids = head.d2t + torch.arange(len(head.d2t)) if head.reduced else torch.arange(V)
+        ids = head.draft_ids()
         lm_draft = target.lm_head.weight[ids].detach()
         m = evaluate_features(head, feats, target.model.embed_tokens, lm_draft, args.steps, ids, 4)
         inside = np.isin(feats.answer_tokens(feats.heldout), ids.numpy()).mean()

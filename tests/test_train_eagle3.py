@@ -93,10 +93,10 @@ def test_a_leg_adds_a_features_folder_and_widens_the_draft_vocabulary(tmp_path):
     from transformers import AutoModelForCausalLM
 
     from cli.train_eagle3 import new_head, saved_vocabulary, warm_start
-    ids = saved_vocabulary(tmp_path / "h1", np.ones(vocab), 48)
-    assert len(ids) == 48 and len(saved_vocabulary(tmp_path / "h1", np.zeros(vocab), 48)) == 32  # only tokens seen
+    ids = saved_vocabulary(first, np.ones(vocab), 48)
+    assert len(ids) == 48 and len(saved_vocabulary(first, np.zeros(vocab), 48)) == 32  # only tokens seen
     head = new_head(AutoModelForCausalLM.from_pretrained(target), ids, 16, [1, 2, 4])
-    assert warm_start(head, tmp_path / "h1", ids)[3] == before
+    assert warm_start(head, first, tmp_path / "h1", ids)[3] == before
     at = {int(t): r for r, t in enumerate(old_ids)}
     for r, t in enumerate(ids.tolist()):
         if t in at:

@@ -37,8 +37,6 @@ def parts(rounds: int = ROUNDS) -> list[str]:
     return out
 
 
-
-
 @dataclass
 class CompareRow:
     method: str
@@ -123,8 +121,8 @@ def method_row(runs: list[Run], base: Baseline, passes: list[Baseline] | None) -
     greedy = first.config.sampling.greedy
     stats = [run_stats(f.traces, f.step_ms, f.output_ids, greedy, base, True) for f in runs]
     traces = [t for f in runs for t in f.traces]
-    spread = pooled_spread([([t.tau for t in f.traces], f.step_ms) for f in runs], [[p] * len(runs) for p in passes]) \
-        if passes else None
+    steps = [([t.tau for t in f.traces], f.step_ms) for f in runs]  # one (τ per step, ms per step) per round
+    spread = pooled_spread(steps, [[p] * len(runs) for p in passes]) if passes else None
     tokens, ms = sum(t.tau for t in traces), sum(sum(f.step_ms) for f in runs)
     mat = tokens / len(traces) if traces else 0.0
     mean_delta = sum(t.delta for t in traces) / len(traces) if traces else 0.0
@@ -147,12 +145,12 @@ def compare(cfg: RunConfig, knobs: dict, check: Callable[[], None] | None = None
     done: dict[str, list[Run] | CompareRow] = {}
 
     def table() -> list[CompareRow]:
-        base = mean_baseline(passes)
+        base, ranged = mean_baseline(passes), passes if len(passes) > 1 else None
         rows = [ar_row(base, ar.run.output_text)]
         for method in COMPARE_METHODS[1:]:
             got = done.get(method)
             if got is not None:
-                rows.append(got if isinstance(got, CompareRow) else method_row(got, base, passes if len(passes) > 1 else None))
+                rows.append(got if isinstance(got, CompareRow) else method_row(got, base, ranged))
         return rows
 
     yield table()

@@ -71,8 +71,9 @@ def run_compare(prompt: str, max_new_tokens: int, temperature: float, target: st
                 *view_values, rounds: int = ROUNDS, request: gr.Request = None, **view_knobs):
     """Every method on one prompt (chain γ = 5; static and TALON at the `trees` setting: the views' own knobs,
     given after `chat` in VIEW_KNOBS order or by name, else their defaults; or the paper or embedded preset);
-    chain, static and TALON draft with `drafter`; `rounds` of the methods, each followed by plain AR (1–3). A generator of outputs by name (table, plot, status): the
-    estimate first, naming the settings, then the table after each run (Cancel keeps it)."""
+    chain, static and TALON draft with `drafter`; `rounds` of the methods, each followed by plain AR (1–3). A
+    generator of outputs by name (table, plot, status): the estimate first, naming the settings, then the table
+    after each run (Cancel keeps it)."""
     view = {**dict(zip(VIEW_KNOBS, view_values)), **view_knobs}
     knobs = compare_knobs(trees, {k: v for k, v in view.items() if v is not None})
     cfg = make_config("ar", prompt, {}, [], {"temperature": temperature, "seed": 0, "max_new_tokens": max_new_tokens},

@@ -134,7 +134,8 @@ def parts(g: Grid) -> list[str]:
     out = ["plain AR (before the grid)"]
     for i, y in enumerate(g.ys):
         last = i == len(g.ys) - 1
-        out += [g.label(x, y) for x in g.xs] + ["plain AR (after the grid)" if last else f"plain AR (after row {i + 1})"]
+        after = "plain AR (after the grid)" if last else f"plain AR (after row {i + 1})"
+        out += [g.label(x, y) for x in g.xs] + [after]
     return out
 
 

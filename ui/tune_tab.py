@@ -68,8 +68,9 @@ def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_n
     cfg = make_config("ar", prompts[0], {}, [], {"temperature": 0.0, "seed": 0, "max_new_tokens": max_new_tokens},
                       target, draft, drafter, chat=chat)
     g = grid(kind, x_values, y_values, fixed if str(fixed or "").strip() else None)
-    job = Job(f"Tune: {len(g.xs) * len(g.ys)} cells and AR before the grid and after each row, each {n} prompt(s) × up to "
-              f"{cfg.max_new_tokens} tokens", parts(g), n * cfg.max_new_tokens, ar_ms_per_token(cfg.target, prompts[0]))
+    job = Job(f"Tune: {len(g.xs) * len(g.ys)} cells and AR before the grid and after each row, each {n} prompt(s) "
+              f"× up to {cfg.max_new_tokens} tokens", parts(g), n * cfg.max_new_tokens,
+              ar_ms_per_token(cfg.target, prompts[0]))
     held = fixed_text(g.held)
     label, x, y = tune_label(g, cfg, n, held), symbol(g.x_name), symbol(g.y_name)
 
@@ -90,8 +91,8 @@ def run_sweep(kind: str, x_values: str, y_values: str, n_prompts: int = 3, max_n
 
 
 SPREAD_NOTE = ("Ranges: the 10th–90th percentile of a cell's value over 200 resamplings of its steps, each "
-               "speed-up draw against one of the AR passes timed before the grid and after each of its rows (the machine's "
-               "drift over the whole grid included).")
+               "speed-up draw against one of the AR passes timed before the grid and after each of its rows (the "
+               "machine's drift over the whole grid included).")
 
 
 def cancel_sweep(request: gr.Request = None) -> str:
