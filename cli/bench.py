@@ -9,7 +9,9 @@ prompt by prompt so machine noise hits every method alike. Speed-up is AR's wall
 method's on the same prompts; R = τ/(1 + c·δ) is the model's prediction from MAT, mean δ and
 the measured cost ratio c of a draft forward to a one-token target forward, read off the cost curves
 (core/auto/cost_model.py, 256 cached tokens) at the frontier widths the row drafted, averaged over its draft
-forwards (SpecBound counts δ in target-forward equivalents, so its c is 1). `specbound:preset=fast` names a
+forwards (SpecBound counts δ in target-forward equivalents, so its c is 1). "R, costs measured" prices each
+step with what this machine measured instead (core/metrics.py costed_parts): a tree's verification at its size
+off the cost curve, SpecBound's layers, checks and final head in layers. `specbound:preset=fast` names a
 preset for one row. The compatibility readout (core/eagle3/readout.py) follows the tables: acceptance by draft
 position, the head's layout, taps and draft vocabulary, and the share of the committed text its draft
 vocabulary holds.
@@ -34,7 +36,7 @@ from core.eagle3.readout import PositionTally, drafter_context, readout
 from core.engine import Session
 from core.methods import build_method
 from core.lossless_check import first_difference, near_tie_eps
-from core.metrics import Totals, speedup
+from core.metrics import Totals, costed_parts, speedup
 from core.model.chat import ChatError, prepare_prompt, resolve_chat
 from core.model.loading import DEFAULT_DRAFT, ModelLoadError, dtype_name, load_model, why_dtype
 from core.prompts import read_prompts
@@ -85,7 +87,8 @@ def drafter_of(key: str) -> tuple[str, dict]:
 
 
 def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str, DrafterFactory], sampling,
-              max_new, ar_out: dict) -> None:
+              max_new, ar_out: dict, costs: dict) -> None:
+    """Every spec on every prompt, interleaved prompt by prompt; costs: each drafter's cost curve (the costed R)."""
     for n, prompt in enumerate(prompts):
         for label, name, drafter, knobs in specs:
             method = build_method(name, **knobs)
@@ -93,6 +96,7 @@ def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str,
             res = Session(target, method, prompt, sampling, max_new, draft).generate()
             row = rows[label]
             row.add(res.traces, len(res.output_ids), res.wall_s)
+            row.add_costed(costed_parts(res.traces, costs.get(drafter)))
             row.build_ms += sum(t.build_ms for t in res.traces)
             row.draft_ms += sum(t.draft_ms for t in res.traces)
             row.verify_ms += sum(t.verify_ms for t in res.traces)
@@ -111,18 +115,24 @@ def differs(r: Row) -> str:
     return f"{r.mismatches} ({r.near_ties} at near-ties)" if r.near_ties else str(r.mismatches)
 
 
+def costed(r: Row) -> str:
+    """The R column with measured costs: trees' ms off the cost curve, SpecBound's layers; – where neither."""
+    return "–" if r.costed_r is None else f"{r.costed_r:.2f}"
+
+
 def table(title: str, rows: list[Row], ar: Row, repeats: dict[str, list[float]] | None = None) -> str:
     """`repeats`: each row's tok/s in each repeat of the run (a column of its own when there are several)."""
     extra = " tok/s per repeat |" if repeats else ""
-    head = ("| method | MAT | mean δ | tok/s | speed-up | modelled R | c | build ms/step | draft ms/step "
-            f"| verify ms/step | τ ≥ δ | Σp(u)/acc | ≠AR |{extra}\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    head = ("| method | MAT | mean δ | tok/s | speed-up | modelled R | R, costs measured | c | build ms/step "
+            f"| draft ms/step | verify ms/step | τ ≥ δ | Σp(u)/acc | ≠AR |{extra}\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
             + ("---|" if repeats else ""))
     lines = [f"### {title}", "", head]
     for r in rows:
         s = max(1, r.steps)
         per = f" {' / '.join(f'{x:.1f}' for x in repeats[r.label])} |" if repeats else ""
         lines.append(f"| {r.label} | {r.mat:.2f} | {r.mean_delta:.2f} | {r.tok_s:.1f} | {speedup(ar.wall_s, r.wall_s):.2f}× "
-                     f"| {r.modelled_r:.2f} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
+                     f"| {r.modelled_r:.2f} | {costed(r)} | {r.c:.3f} | {r.build_ms / s:.2f} | {r.draft_ms / s:.2f} "
                      f"| {r.verify_ms / s:.2f} | {r.oracle_share:.0%} | {r.calibration:.2f} | {differs(r)} |{per}")
     return "\n".join(lines)
 
@@ -267,7 +277,7 @@ def main(argv: list[str] | None = None) -> None:
         before = {label: (r.tokens, r.wall_s) for label, r in rows.items()}
         order = all_specs if k % 2 == 0 else [s for s in all_specs if s[1] == "ar"] + [
             s for s in reversed(all_specs) if s[1] != "ar"]  # AR first: the others compare their output to it
-        run_specs(order, rows, prompts, target, factories, sampling, args.max_new_tokens, ar_out)
+        run_specs(order, rows, prompts, target, factories, sampling, args.max_new_tokens, ar_out, costs)
         for label, r in rows.items():
             tokens, wall = r.tokens - before[label][0], r.wall_s - before[label][1]
             repeats[label].append(tokens / max(wall, 1e-9))
@@ -282,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
            "rows": [{**{k: v for k, v in asdict(r).items() if k not in ("points", "tally", "head")}, "chat": chat,
                      "mat": r.mat, "mean_delta": r.mean_delta,
                      "tok_s": r.tok_s, "speedup": speedup(ar.wall_s, r.wall_s), "modelled_r": r.modelled_r,
+                     "costed_r": r.costed_r,
                      "oracle_share": r.oracle_share, "calibration": r.calibration, "tok_s_per_repeat": repeats[r.label],
                      **r.compat()} for r in rows.values()]}
     reps = f", {args.repeat} repeats" if args.repeat > 1 else ""

@@ -38,6 +38,7 @@ class Totals:
     accepted: int = 0  # drafted tokens accepted, over all steps
     score_sum: float = 0.0  # Σ p(u) of every verified tree: the drafter's own estimate of `accepted`
     c: float = 0.0  # cost of one draft forward over one target forward, measured
+    costed: tuple[float, float] = (0.0, 0.0)  # Σ costed_parts over the runs that had them: the modelled R's parts
     points: list[tuple[float, int]] = field(default_factory=list)  # (δ, τ) per step
     widths: dict[int, int] = field(default_factory=dict)  # draft forwards run, by frontier width (trees, chains)
 
@@ -78,6 +79,15 @@ class Totals:
     @property
     def modelled_r(self) -> float:
         return modelled_r(self.mat, self.c, self.mean_delta) if self.steps else 0.0
+
+    def add_costed(self, parts: tuple[float, float] | None) -> None:
+        if parts is not None:
+            self.costed = (self.costed[0] + parts[0], self.costed[1] + parts[1])
+
+    @property
+    def costed_r(self) -> float | None:
+        """The speed-up modelled with measured costs (costed_parts), pooled over the runs."""
+        return self.costed[0] / self.costed[1] if self.costed[1] > 0 else None
 
 
 @dataclass
@@ -127,7 +137,7 @@ class RunStats:
     c_note: str
     spread: Speedup | None = None
     base_note: str = ""
-    R_curve: float | None = None  # R with this machine's measured costs of these trees (curve_r)
+    R_curve: float | None = None  # R with this machine's measured costs (curve_r): trees' ms, SpecBound's layers
     timed_here: bool = True  # False for an imported trace: its timings were taken elsewhere
 
 
@@ -237,19 +247,45 @@ def mean_baseline(passes: list[Baseline]) -> Baseline:
                     "AR timed before and after, averaged" if len(passes) > 1 else first.note)
 
 
-def curve_r(traces: list[StepTrace], cost) -> float | None:
-    """The modelled speed-up with this machine's measured costs (a core.auto.cost_model.CostModel): each step's
-    verification as the curve's t_verify(nodes + 1) and each draft forward as t_draft(its frontier), against
-    AR's t_verify(1) per token. R = τ/(1 + cδ) assumes a verification costs one forward whatever its size; on a
-    CPU it does not, and this says by how much. None without a curve or for steps that grew no tree
-    (SpecBound's layers are costed in δ itself)."""
-    if cost is None or not traces or any(t.tree is None for t in traces):
+def costed_parts(traces: list[StepTrace], cost) -> tuple[float, float] | None:
+    """(what AR would pay for the committed tokens, what the steps cost) in one unit, the modelled speed-up being
+    their ratio. Trees and chains: ms off this machine's cost curve (a core.auto.cost_model.CostModel), each
+    verification as t_verify(nodes + 1) and each draft forward as t_draft(its frontier), AR t_verify(1) per
+    token. SpecBound: decoder layers over one token, as its trace measures them (layer_parts). None where
+    neither is known."""
+    if not traces:
+        return None
+    if all(t.specbound is not None for t in traces):
+        return layer_parts(traces)
+    if cost is None or any(t.tree is None for t in traces):
         return None
     spent = 0.0
     for t in traces:
         widths = [lv.frontier for lv in t.levels] or [1] * round(t.delta)  # chains record no levels
         spent += cost.t_verify(len(t.nodes) + 1) + sum(cost.t_draft(w) for w in widths)
-    return sum(t.tau for t in traces) * cost.t_verify(1) / spent if spent > 0 else None
+    return sum(t.tau for t in traces) * cost.t_verify(1), spent
+
+
+def layer_parts(traces: list[StepTrace]) -> tuple[float, float] | None:
+    """SpecBound's steps costed in decoder layers over one token: the layers drafted, the exit checks, the
+    layers the verification ran (it resumes where drafting stopped: not a whole forward) and the final head λ
+    once, against AR's L + λ per committed token. A layer pass over a block's few rows is taken to cost one
+    row's (on a CPU the weights' reading dominates). The papers' R = τ/(1 + δ) charges every verification a
+    whole forward and leaves λ out of both sides, which on a narrow model with a big vocabulary underrates it.
+    None for traces without the measured λ (older exports)."""
+    parts = [t.specbound for t in traces]
+    if any(p is None or p.final_head_layers <= 0 for p in parts):
+        return None
+    spent = sum(p.layers_equivalent + p.final_head_layers for p in parts)
+    ar = sum(t.tau * (p.num_layers + p.final_head_layers) for t, p in zip(traces, parts))
+    return ar, spent
+
+
+def curve_r(traces: list[StepTrace], cost) -> float | None:
+    """The modelled speed-up with this machine's measured costs (costed_parts). R = τ/(1 + cδ) assumes a
+    verification costs one forward whatever its size; on a CPU it does not, and this says by how much."""
+    parts = costed_parts(traces, cost)
+    return parts[0] / parts[1] if parts and parts[1] > 0 else None
 
 
 def run_stats(traces: list[StepTrace], step_ms: list[float], output_ids: list[int], greedy: bool,

@@ -133,6 +133,8 @@ class SpecBoundStep:
     # heads it exits through, per layer ℓ = 1..L−1, from their training record; empty when unknown (the lens)
     lens_agreement: list[float] = field(default_factory=list)  # the same for the logit lens on the same held-out
     # text (what the layers gave before the heads were trained); empty when not recorded
+    final_head_layers: float = 0.0  # λ: the final norm and LM head over one token, in layers (measured); 0 in older
+    # exports
     exact_depths: list[int] = field(default_factory=list)  # per exit record, the layers its token had computed
     # (exactly) when verification took it over; empty in older exports (their depths were prefix minima)
 

@@ -61,7 +61,10 @@ per target forward. It assumes verifying the whole tree costs what one token's f
 for small trees, far from true on a CPU, where a 60-node check costs several one-token forwards. So the stats
 panel puts R beside **R with this machine's cost curve**, the same model with the measured cost of verifying
 this many tokens and drafting these frontiers, and beside the speed-up actually measured against a plain run
-of the same prompt. When R and the measured speed-up disagree, the curve-aware one says why. In the (δ, τ)
+of the same prompt. When R and the measured speed-up disagree, the curve-aware one says why. For SpecBound
+the measured costs are in layers: its verification resumes where drafting stopped, so it runs fewer than L
+layers, and the model's final LM head (on a small model with a big vocabulary, the price of several layers) is
+paid once per verification here and once per token by plain decoding. In the (δ, τ)
 scatter the Oracle line τ = δ marks steps where every draft forward paid for exactly one token: points above
 it are good."""
 

@@ -51,7 +51,8 @@ TIPS = {  # what each number is, where it stands (the page's tooltips)
     "c": "one draft forward's cost over one target forward's (measured in this run and the AR run)",
     "R": "the papers' model τ/(1 + cδ): it assumes a verification costs one target forward whatever its size",
     "R_curve": "the same model with this machine's measured cost of verifying this many tokens and drafting these "
-               "frontiers (Tune's cost curve): what R would be here",
+               "frontiers (Tune's cost curve): what R would be here; SpecBound: the layers its steps ran, its checks "
+               "and the final LM head, each measured in layers (its verification resumes mid-model: not a whole forward)",
     "speedup": "measured: plain AR decoding's time over this run's for the same output positions",
     "Σp(u)": "the drafter's own estimate of how many drafted tokens the target accepts (sum of path scores)",
     "m_d": "the anchor: the best path score p(u) among the pooled candidates at this depth",

@@ -17,7 +17,7 @@ import torch
 from core.auto.cost_model import median_ms
 from core.engine import sync
 from core.model.causal_lm import CausalLM
-from core.model.exit_heads import ExitHeads, exit_vocab
+from core.model.exit_heads import ExitHeads, exit_vocab, logit_lens
 from core.model.layer_heads import LayerHeads
 
 
@@ -103,3 +103,12 @@ def head_cost_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int 
     """One exit check in units of one decoder layer over one token (on a narrow model with a big vocabulary a
     check through the model's own LM head costs about as much as a layer, so δ must count it)."""
     return check_cost(lm, heads, v_exit).layers
+
+
+@functools.lru_cache(maxsize=8)
+def final_head_layers(lm: CausalLM) -> float:
+    """The model's final norm and LM head over one token, in decoder layers (λ): what every verification adds to
+    the layers it runs, and what AR pays per token beside its L layers. On a narrow model with a big vocabulary
+    it is far from nothing (SmolLM2, bf16 on a 2-core EPYC: 3.2 layers, a 49,152 × 576 head), so a model of
+    SpecBound's cost that counts only layers misprices both sides."""
+    return check_cost(lm, logit_lens(lm), 0).layers

@@ -28,7 +28,7 @@ from core.engine import Session, Timer
 from core.model.exit_heads import ExitHeads, check_head_kind, exit_vocab, heads_for
 from core.model.layer_heads import LayerHeads
 from core.sampling import probs
-from core.specbound.annealing import head_cost_layers
+from core.specbound.annealing import final_head_layers, head_cost_layers
 from core.specbound.block import Block, VerifyPass, staggered_verify
 from core.specbound.display import fill_unchecked
 from core.specbound.draft import DraftPlan, draft_block
@@ -67,8 +67,10 @@ class SpecBoundMethod:
     scratch: int = 4
 
     def prepare(self, s: Session) -> None:
-        """Before the first timed step: one check's cost in layers (measured once per model and V_exit)."""
+        """Before the first timed step: one check's and the final head's cost in layers (measured once per model
+        and V_exit)."""
         head_cost_layers(s.target, self.heads_of(s.target), self.exit_vocab)
+        final_head_layers(s.target)
 
     def heads_of(self, lm) -> ExitHeads | LayerHeads:
         return self.heads or heads_for(lm, self.exit_heads)
@@ -111,8 +113,8 @@ class SpecBoundMethod:
                             delta=(block.layers + block.head_evals * h_cost) / lm.num_layers, nodes=record.nodes,
                             accepted_path=record.accepted_path, choices=record.choices, exits=block.exits,
                             draft_stop=block.stop, display_ms=display_ms,
-                            specbound=self.record(plan, block, passed, len(kept), h_cost, lm.num_layers,
-                                                  verdict.residual))
+                            specbound=self.record(plan, block, passed, len(kept), (h_cost, final_head_layers(lm)),
+                                                  lm.num_layers, verdict.residual))
 
     @staticmethod
     def show_layers(plan: DraftPlan, block: Block, passed: VerifyPass, s: Session) -> float:
@@ -130,9 +132,11 @@ class SpecBoundMethod:
         q = torch.stack(block.q) if block.q else p[:0]  # (w, V)
         return verify_chain_sampling(block.drafted, q, p, s.gen)
 
-    def record(self, plan: DraftPlan, block: Block, passed: VerifyPass, tau: int, h_cost: float, L: int,
+    def record(self, plan: DraftPlan, block: Block, passed: VerifyPass, tau: int, costs: tuple[float, float], L: int,
                residual: bool) -> SpecBoundStep:
-        """The knobs this step ran with and what its layers cost (δ's parts, in layers)."""
+        """The knobs this step ran with and what its layers cost (δ's parts, in layers); costs: one check's and
+        the final head's, in layers."""
+        h_cost, lam = costs
         computed = block.layers + passed.layers
         equivalent = computed + block.head_evals * h_cost  # the checks in layers too, as δ counts them
         return SpecBoundStep(
@@ -143,7 +147,7 @@ class SpecBoundMethod:
             head_evals=block.head_evals, head_cost_layers=h_cost, layers_joined=block.joined,
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
-            exact_depths=block.depth[block.n_pending - 1: block.n_pending - 1 + len(block.exits)],
+            final_head_layers=lam, exact_depths=block.depth[block.n_pending - 1: block.n_pending - 1 + len(block.exits)],
             head_agreement=list(plan.heads.agreement or []),
             lens_agreement=list(getattr(plan.heads, "lens_agreement", None) or []))
 
