@@ -144,8 +144,11 @@ def checks_note(trace) -> str:
     vocab = {None: "", 0: " Checks score the whole vocabulary (the paper)."}.get(
         d.exit_vocab, f" Checks score the V_exit = {d.exit_vocab} most frequent tokens, renormalised over them "
                       f"(ours, not the paper's); other tokens cannot exit early.")
+    final = (f" The model's final norm and LM head cost {d.final_head_layers:.2f} layers (measured): a verification "
+             f"pays them once, plain decoding once a token (the stats' costed R counts them)."
+             if d.final_head_layers > 0 else "")
     return (f"{where}. One exit-head check costs {cost:.2f} layer equivalents (measured){spent}, counted in δ "
-            f"beside the layers run.{above}{vocab}")
+            f"beside the layers run.{above}{vocab}{final}")
 
 
 def exit_panels(run: Run | None, index: int | None, annealed: bool = True) -> dict:

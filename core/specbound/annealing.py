@@ -55,48 +55,61 @@ def exits_at(conf: LayerConfidence, tau_exit: float) -> bool:
 class CheckCost:
     layer_ms: float  # one decoder layer over one token, in a full pass (as decoding runs it)
     check_ms: float  # one exit check after such a pass
+    final_ms: float = 0.0  # the model's final norm and LM head over the whole vocabulary after such a pass
 
     @property
     def layers(self) -> float:
         return self.check_ms / self.layer_ms
 
+    @property
+    def final_layers(self) -> float:
+        """λ: the final head in layers (what every verification adds to its layers, and AR pays per token)."""
+        return self.final_ms / self.layer_ms
+
 
 @functools.lru_cache(maxsize=8)
 @torch.inference_mode()
-def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, reps: int = 21) -> CheckCost:
-    """What one exit check over one token costs (over the V_exit most frequent tokens; 0: all the heads'), against
-    a decoder layer, timed where decoding meets them: after a pass through every layer, so neither finds its
-    weights still in the CPU's cache (timed alone, over and over, a small matrix would look free). A pass and a
-    pass followed by a check alternate, and the check is the median of their paired differences: a noisy
-    machine drifts between two separate medians by more than a check costs."""
+def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, reps: int = 15) -> CheckCost:
+    """What one exit check over one token costs (over the V_exit most frequent tokens; 0: all the heads'), and
+    the model's final head, against a decoder layer, timed where decoding meets them: after a pass through
+    every layer, so neither finds its weights still in the CPU's cache (timed alone, over and over, a small
+    matrix would look free). A plain pass, a pass and a check, and a pass and the final head alternate, and
+    each cost is the median of its paired differences: a noisy machine drifts between two separate medians by
+    more than a check costs."""
     vocab = exit_vocab(lm, v_exit)
     h = lm.embed(torch.tensor([1], device=lm.device))  # (1, d)
     cache = lm.new_cache(64)
     pos = torch.tensor([32], device=lm.device)
     mask = torch.ones(1, 33, dtype=torch.bool, device=lm.device)
     L, mid = lm.num_layers, max(1, lm.num_layers // 2)  # any layer below L costs the same
+    lens = logit_lens(lm)
 
-    def one_check() -> None:  # as drafting runs it: the exit scores and the confidence read off them
-        z, ids = heads.scores(lm, mid, h, vocab)
-        layer_confidence(z[0], mid, L, 0.5, raw=False, ids=ids)
+    def one_check(through=heads, ids=vocab) -> None:  # as drafting runs it: the scores and the confidence
+        z, z_ids = through.scores(lm, mid, h, ids)
+        layer_confidence(z[0], mid, L, 0.5, raw=False, ids=z_ids)
 
-    def timed(check: bool) -> float:
+    def timed(then=None) -> float:
         t0 = time.perf_counter()
         lm.forward_layers(h, pos, cache, 32, mask, 0, L)
-        if check:
-            one_check()
+        if then is not None:
+            then()
         sync(lm.device)
         return (time.perf_counter() - t0) * 1000
 
+    def final() -> None:
+        one_check(lens, None)
+
     for _ in range(2):  # first calls allocate (a head's row gather, the LM head's buffers): not what a check costs
-        timed(True)
-    passes, diffs = [], []
+        timed(one_check), timed(final)
+    passes, diffs, finals = [], [], []
     for _ in range(reps):
-        plain = timed(False)
+        plain = timed()
         passes.append(plain)
-        diffs.append(timed(True) - plain)
+        diffs.append(timed(one_check) - plain)
+        finals.append(timed(final) - plain)
     t_alone = median_ms(one_check, reps)  # a floor where the difference is noise
-    return CheckCost(statistics.median(passes) / L, max(t_alone, statistics.median(diffs)))
+    return CheckCost(statistics.median(passes) / L, max(t_alone, statistics.median(diffs)),
+                     max(0.0, statistics.median(finals)))
 
 
 def head_cost_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0) -> float:
@@ -105,10 +118,9 @@ def head_cost_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int 
     return check_cost(lm, heads, v_exit).layers
 
 
-@functools.lru_cache(maxsize=8)
-def final_head_layers(lm: CausalLM) -> float:
-    """The model's final norm and LM head over one token, in decoder layers (λ): what every verification adds to
-    the layers it runs, and what AR pays per token beside its L layers. On a narrow model with a big vocabulary
-    it is far from nothing (SmolLM2, bf16 on a 2-core EPYC: 3.2 layers, a 49,152 × 576 head), so a model of
-    SpecBound's cost that counts only layers misprices both sides."""
-    return check_cost(lm, logit_lens(lm), 0).layers
+def final_head_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0) -> float:
+    """The model's final norm and LM head over one token, in decoder layers (λ), timed with the checks: what
+    every verification adds to the layers it runs, and what AR pays per token beside its L layers. On a narrow
+    model with a big vocabulary it is far from nothing (SmolLM2, bf16 on a 2-core EPYC: 3.2 layers, a
+    49,152 × 576 head), so a model of SpecBound's cost that counts only layers misprices both sides."""
+    return check_cost(lm, heads, v_exit).final_layers

@@ -67,10 +67,9 @@ class SpecBoundMethod:
     scratch: int = 4
 
     def prepare(self, s: Session) -> None:
-        """Before the first timed step: one check's and the final head's cost in layers (measured once per model
-        and V_exit)."""
+        """Before the first timed step: one check's and the final head's cost in layers (measured together, once
+        per model, heads and V_exit)."""
         head_cost_layers(s.target, self.heads_of(s.target), self.exit_vocab)
-        final_head_layers(s.target)
 
     def heads_of(self, lm) -> ExitHeads | LayerHeads:
         return self.heads or heads_for(lm, self.exit_heads)
@@ -113,7 +112,7 @@ class SpecBoundMethod:
                             delta=(block.layers + block.head_evals * h_cost) / lm.num_layers, nodes=record.nodes,
                             accepted_path=record.accepted_path, choices=record.choices, exits=block.exits,
                             draft_stop=block.stop, display_ms=display_ms,
-                            specbound=self.record(plan, block, passed, len(kept), (h_cost, final_head_layers(lm)),
+                            specbound=self.record(plan, block, passed, len(kept), (h_cost, final_head_layers(lm, plan.heads, self.exit_vocab)),
                                                   lm.num_layers, verdict.residual))
 
     @staticmethod
