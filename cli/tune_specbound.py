@@ -4,7 +4,8 @@
         [--preset paper|fast] [--grid alpha=0,1,2 tau_exit=0.05,0.1 d_max=2,4,6,8 w_max=6,10 min_exit_layer=2,3]
 
 Prints one row per setting: MAT (tokens per full-depth verification), δ (draft layers / L per step),
-modelled R = MAT / (1 + δ), the share of layer passes saved against AR (exit checks counted in layers),
+modelled R = MAT / (1 + δ) and R with the costs measured (Rc: the layers verification ran, the final head),
+the share of layer passes saved against AR (exit checks counted in layers),
 drafted-token acceptance, head evaluations per token, and the wall-clock speed-up over AR measured in the same
 run. With --repeat R, AR and every setting run R times, interleaved (every other pass in reverse order), and the
 speed-up is over summed times: settings a few per cent apart swap places from run to run on a noisy machine otherwise.
@@ -22,7 +23,7 @@ from cli.common import run_main
 from core import knobs
 from core.ar import ARMethod
 from core.engine import Session
-from core.metrics import modelled_r, speedup
+from core.metrics import layer_parts, modelled_r, speedup
 from core.model.exit_heads import heads_for, store_exit_layers
 from core.model.chat import CHAT_MODES, ChatError, prepare_prompt
 from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES, load_model
@@ -42,6 +43,7 @@ class SettingResult:
     acceptance: float
     heads_per_token: float
     ms_per_token: float
+    r_costed: float | None = None  # R with the costs measured (core/metrics.py layer_parts)
 
     @property
     def r_model(self) -> float:
@@ -63,9 +65,11 @@ def measure_setting(lm, knobs: dict, prompts: list[list[int]], max_new_tokens: i
     drafted = sum(len(t.nodes) for t in traces)
     computed = sum(t.specbound.layers_equivalent for t in traces)  # exit checks counted in layers
     full = sum(t.specbound.layers_full_equivalent for t in traces)
+    parts = layer_parts(traces)
     return SettingResult(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
                sum(t.accepted for t in traces) / max(1, drafted),
-               sum(t.specbound.head_evals for t in traces) / tokens, 1000 * wall / tokens)
+               sum(t.specbound.head_evals for t in traces) / tokens, 1000 * wall / tokens,
+               parts[0] / parts[1] if parts and parts[1] > 0 else None)
 
 
 def parse_grid(items: list[str]) -> list[dict]:
@@ -126,12 +130,12 @@ def main(argv: list[str] | None = None) -> None:
             ms[i] += rows[i].ms_per_token
     print(f"model {args.model} (L = {lm.num_layers}, heads: {heads_for(lm).kind}); {len(prompts)} prompts, "
           f"{args.max_new_tokens} new tokens, {args.repeat} pass(es); AR {ar_ms / args.repeat:.1f} ms/token")
-    print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
+    print(f"{'knobs':58} {'MAT':>5} {'δ':>5} {'R':>5} {'Rc':>5} {'saved':>6} {'acc':>5} {'heads/t':>7} {'wall×':>6}")
     speed = {}
     for setting, row, t in zip(grid, rows, ms):
         shown = " ".join(f"{k}={v}" for k, v in knobs.resolve("specbound", setting).items())
         speed[setting.get("exit_layers", "default")] = speedup(ar_ms, t)
-        print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.saved:6.1%} "
+        print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.r_costed or float('nan'):5.2f} {row.saved:6.1%} "
               f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, t):6.2f}", flush=True)
     if args.choose_exit_layers:
         best = max(speed, key=speed.get)
