@@ -10,7 +10,7 @@ from ui import handlers as h
 from ui.view_specs import VIEWS
 from viz.html import PROMPT_SHOWN, levels_html, stats_html, text_html
 
-from tests.handler_helpers import step
+from tests.handler_helpers import sb_step, step
 from tests.viz_fixtures import chain_of, talon_example
 
 
@@ -34,7 +34,7 @@ def test_every_number_and_column_says_what_it_is():
     s = run_stats([talon_example(), chain_of(3)], [10.0, 12.0], [1, 2, 3, 4, 5, 6, 7], True, None,
                   cost=curve([10.0, 20.0, 40.0, 80.0, 160.0], [1.0] * 5))
     html = stats_html(s)
-    assert "R with this machine&#x27;s cost curve" in html or "R with this machine's cost curve" in html
+    assert "R with this machine&#x27;s measured costs" in html or "R with this machine's measured costs" in html
     assert html.count('<div class="ss-stat ss-') == 9 and "assumes a verification costs one" in html
     table = levels_html(talon_example())
     assert table.count("<th title=") == 11 and "d = 0" in unescape(table)
@@ -69,3 +69,15 @@ def test_replaying_an_earlier_step_keeps_the_trees_height():
         run = step(run)["run"]
     heights = {h.replay(VIEWS["talon"], run=run, replay=i + 1)["tree"].layout.height for i in range(4)}
     assert len(heights) == 1  # the page does not move under the replay slider
+
+
+def test_a_specbound_run_shows_its_costs_measured_in_layers():
+    """SpecBound's stats put R with its measured costs (the layers its verification ran, the final head) beside
+    the papers' R, and its view says what the final head costs."""
+    out = sb_step(sb_step(None)["run"])
+    d = out["run"].traces[-1].specbound
+    assert d.final_head_layers > 0
+    stats = unescape(out["stats"])
+    value = stats.split("R with this machine's measured costs</div>")[1].split("</div>")[0]
+    assert value.startswith('<div class="ss-v">') and value.endswith("×")  # a number, not a run's blank
+    assert "final norm and LM head cost" in unescape(out["why"])

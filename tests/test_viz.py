@@ -231,7 +231,7 @@ def test_stats_mat_delta_R_and_speedup_over_the_same_positions():
     kinds = {name: kind for kind, shown, name in cells if kind == shown}
     assert kinds["speed-up over AR, timed here"] == "measured" and kinds["tokens/s"] == "measured"
     assert kinds["R = τ/(1+cδ), the papers' model"] == "modelled"
-    assert kinds["R with this machine's cost curve"] == "modelled" and len(kinds) == 9
+    assert kinds["R with this machine's measured costs"] == "modelled" and len(kinds) == 9
 
 
 def test_speedup_uses_only_positions_ar_has_timed_and_a_prefill_is_taken_out():

@@ -59,7 +59,7 @@ SPEEDUP = """**Is it faster? R = τ / (1 + c·δ).** The papers' model: a step c
 forwards, each c times as expensive as a target forward, and yields τ tokens; plain decoding yields one token
 per target forward. It assumes verifying the whole tree costs what one token's forward costs — true on a GPU
 for small trees, far from true on a CPU, where a 60-node check costs several one-token forwards. So the stats
-panel puts R beside **R with this machine's cost curve**, the same model with the measured cost of verifying
+panel puts R beside **R with this machine's measured costs**, the same model with the measured cost of verifying
 this many tokens and drafting these frontiers, and beside the speed-up actually measured against a plain run
 of the same prompt. When R and the measured speed-up disagree, the curve-aware one says why. For SpecBound
 the measured costs are in layers: its verification resumes where drafting stopped, so it runs fewer than L

@@ -115,7 +115,7 @@ def stats_html(s: RunStats) -> str:
             ("tokens/s", num(s.tok_s, ".1f"), TIPS["tok/s"], "measured"),
             ("c = T_q/T_p", num(s.c, ".3f"), TIPS["c"], "measured"),
             ("R = τ/(1+cδ), the papers' model", num(s.R, ".2f", "×"), TIPS["R"], "modelled"),
-            ("R with this machine's cost curve", num(s.R_curve, ".2f", "×"), TIPS["R_curve"], "modelled"),
+            ("R with this machine's measured costs", num(s.R_curve, ".2f", "×"), TIPS["R_curve"], "modelled"),
             ("speed-up over AR, timed here", speedup_text(s), TIPS["speedup"], "measured")]
     cells = "".join(f'<div class="ss-stat ss-{kind}" title="{esc(tip)}"><div class="ss-k">'
                     f'<span class="ss-kind">{KINDS[kind]}</span> {k}</div><div class="ss-v">{v}</div></div>'
