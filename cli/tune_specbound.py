@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import time
 from dataclasses import dataclass
 
@@ -135,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     for setting, row, t in zip(grid, rows, ms):
         shown = " ".join(f"{k}={v}" for k, v in knobs.resolve("specbound", setting).items())
         speed[setting.get("exit_layers", "default")] = speedup(ar_ms, t)
-        print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {row.r_costed or float('nan'):5.2f} {row.saved:6.1%} "
+        rc = math.nan if row.r_costed is None else row.r_costed
+        print(f"{shown:58} {row.mat:5.2f} {row.delta:5.2f} {row.r_model:5.2f} {rc:5.2f} {row.saved:6.1%} "
               f"{row.acceptance:5.2f} {row.heads_per_token:7.2f} {speedup(ar_ms, t):6.2f}", flush=True)
     if args.choose_exit_layers:
         best = max(speed, key=speed.get)

@@ -4,8 +4,11 @@ says where it was timed, a long prompt that keeps the new tokens in view, and th
 is off."""
 from html import unescape
 
+import pytest
+
 from core.auto.cost_model import CostModel
 from core.metrics import curve_r, run_stats
+from core.trace import SpecBoundStep, StepTrace
 from ui import handlers as h
 from ui.view_specs import VIEWS
 from viz.html import PROMPT_SHOWN, levels_html, stats_html, text_html
@@ -28,6 +31,22 @@ def test_r_on_the_cost_curve_is_r_with_this_machines_costs():
     sb = talon_example()
     sb.tree = None
     assert curve_r([sb], flat) is None  # SpecBound: no tree to cost
+
+
+def test_the_costed_r_charges_what_the_verification_ran_not_a_whole_forward():
+    """Two steps alike but for where verification resumed: the one that reused more drafted layers is modelled
+    faster, while the papers' R = τ/(1 + δ) cannot tell them apart; without a measured λ (an older export) there
+    is no costed R at all."""
+    def step(verify: int) -> StepTrace:
+        d = SpecBoundStep(0.5, 0.3, 6, 3, 1, "paper", 30, layers_draft=12, layers_verify=verify,
+                          layers_equivalent=12 + verify + 2.0, final_head_layers=8.0)
+        return StepTrace(0, "specbound", 5, tau=2, delta=14 / 30, specbound=d)
+    deep, shallow = curve_r([step(24)], None), curve_r([step(30)], None)
+    assert deep == pytest.approx(2 * 38 / (38 + 8)) and shallow == pytest.approx(2 * 38 / (44 + 8))
+    assert deep > shallow
+    old = step(24)
+    old.specbound.final_head_layers = 0.0
+    assert curve_r([old], None) is None
 
 
 def test_every_number_and_column_says_what_it_is():

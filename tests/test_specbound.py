@@ -16,7 +16,6 @@ from core.model.exit_heads import ExitHeads, exit_vocab, heads_dir, heads_for
 from core.sampling import SamplingConfig
 from core.specbound.annealing import act_temperature, exits_at, layer_confidence
 from core.specbound.method import SpecBoundMethod, build_specbound_method
-from core.trace import SpecBoundStep, StepTrace
 import core.specbound.method
 from tests.test_sampling_lossless import P_BROKEN, P_OK, broken_verify, chi2_pvalue, exact_first_token
 from tests.tiny_models import tiny_lm
@@ -311,22 +310,6 @@ def test_trace_records_the_step(target, heldout_prompts):
     assert ar == pytest.approx(t.tau * (L + d.final_head_layers))
     assert spent == pytest.approx(d.layers_equivalent + d.final_head_layers)
     assert curve_r([t], None) == pytest.approx(ar / spent)  # SpecBound needs no cost curve: its trace has its costs
-
-
-def test_the_costed_r_charges_what_the_verification_ran_not_a_whole_forward():
-    """Two steps alike but for where verification resumed: the one that reused more drafted layers is modelled
-    faster, while the papers' R = τ/(1 + δ) cannot tell them apart; without a measured λ (an older export) there
-    is no costed R at all."""
-    def step(verify: int) -> StepTrace:
-        d = SpecBoundStep(0.5, 0.3, 6, 3, 1, "paper", 30, layers_draft=12, layers_verify=verify,
-                          layers_equivalent=12 + verify + 2.0, final_head_layers=8.0)
-        return StepTrace(0, "specbound", 5, tau=2, delta=14 / 30, specbound=d)
-    deep, shallow = curve_r([step(24)], None), curve_r([step(30)], None)
-    assert deep == pytest.approx(2 * 38 / (38 + 8)) and shallow == pytest.approx(2 * 38 / (44 + 8))
-    assert deep > shallow
-    old = step(24)
-    old.specbound.final_head_layers = 0.0
-    assert curve_r([old], None) is None
 
 
 def test_exit_checks_only_at_the_exit_layers(tiny6):

@@ -59,11 +59,16 @@ class CheckCost:
 
     @property
     def layers(self) -> float:
+        """h: one exit check in decoder layers over one token (on a narrow model with a big vocabulary a check
+        through the model's own LM head costs about as much as a layer, so δ must count it)."""
         return self.check_ms / self.layer_ms
 
     @property
     def final_layers(self) -> float:
-        """λ: the final head in layers (what every verification adds to its layers, and AR pays per token)."""
+        """λ: the final norm and LM head in layers: what every verification adds to the layers it runs, and what
+        AR pays per token beside its L layers. On a narrow model with a big vocabulary it is far from nothing
+        (SmolLM2, bf16 on a 2-core EPYC: 3.2 layers, a 49,152 × 576 head), so a model of SpecBound's cost that
+        counts only layers misprices both sides."""
         return self.final_ms / self.layer_ms
 
 
@@ -111,16 +116,3 @@ def check_cost(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0, r
     return CheckCost(statistics.median(passes) / L, max(t_alone, statistics.median(diffs)),
                      max(0.0, statistics.median(finals)))
 
-
-def head_cost_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0) -> float:
-    """One exit check in units of one decoder layer over one token (on a narrow model with a big vocabulary a
-    check through the model's own LM head costs about as much as a layer, so δ must count it)."""
-    return check_cost(lm, heads, v_exit).layers
-
-
-def final_head_layers(lm: CausalLM, heads: "ExitHeads | LayerHeads", v_exit: int = 0) -> float:
-    """The model's final norm and LM head over one token, in decoder layers (λ), timed with the checks: what
-    every verification adds to the layers it runs, and what AR pays per token beside its L layers. On a narrow
-    model with a big vocabulary it is far from nothing (SmolLM2, bf16 on a 2-core EPYC: 3.2 layers, a
-    49,152 × 576 head), so a model of SpecBound's cost that counts only layers misprices both sides."""
-    return check_cost(lm, heads, v_exit).final_layers

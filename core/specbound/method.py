@@ -28,7 +28,7 @@ from core.engine import Session, Timer
 from core.model.exit_heads import ExitHeads, check_head_kind, exit_vocab, heads_for
 from core.model.layer_heads import LayerHeads
 from core.sampling import probs
-from core.specbound.annealing import final_head_layers, head_cost_layers
+from core.specbound.annealing import CheckCost, check_cost
 from core.specbound.block import Block, VerifyPass, staggered_verify
 from core.specbound.display import fill_unchecked
 from core.specbound.draft import DraftPlan, draft_block
@@ -69,7 +69,7 @@ class SpecBoundMethod:
     def prepare(self, s: Session) -> None:
         """Before the first timed step: one check's and the final head's cost in layers (measured together, once
         per model, heads and V_exit)."""
-        head_cost_layers(s.target, self.heads_of(s.target), self.exit_vocab)
+        check_cost(s.target, self.heads_of(s.target), self.exit_vocab)
 
     def heads_of(self, lm) -> ExitHeads | LayerHeads:
         return self.heads or heads_for(lm, self.exit_heads)
@@ -107,13 +107,13 @@ class SpecBoundMethod:
         # 5. the trace, finished last: the drafted chain, the target's choices, the exits and the layers' cost
         q = [float(qi[tok]) for qi, tok in zip(block.q, block.drafted)]
         record = record_chain(block.drafted, q, p, verdict, s.text_of)
-        h_cost = head_cost_layers(lm, plan.heads, self.exit_vocab)
+        cost = check_cost(lm, plan.heads, self.exit_vocab)
         return s.step_trace(kept, draft_ms=t_draft.ms, verify_ms=t_verify.ms, target_forwards=1,
-                            delta=(block.layers + block.head_evals * h_cost) / lm.num_layers, nodes=record.nodes,
+                            delta=(block.layers + block.head_evals * cost.layers) / lm.num_layers, nodes=record.nodes,
                             accepted_path=record.accepted_path, choices=record.choices, exits=block.exits,
                             draft_stop=block.stop, display_ms=display_ms,
-                            specbound=self.record(plan, block, passed, len(kept), (h_cost, final_head_layers(lm, plan.heads, self.exit_vocab)),
-                                                  lm.num_layers, verdict.residual))
+                            specbound=self.record(plan, block, passed, len(kept), cost, lm.num_layers,
+                                                  verdict.residual))
 
     @staticmethod
     def show_layers(plan: DraftPlan, block: Block, passed: VerifyPass, s: Session) -> float:
@@ -131,11 +131,11 @@ class SpecBoundMethod:
         q = torch.stack(block.q) if block.q else p[:0]  # (w, V)
         return verify_chain_sampling(block.drafted, q, p, s.gen)
 
-    def record(self, plan: DraftPlan, block: Block, passed: VerifyPass, tau: int, costs: tuple[float, float], L: int,
+    def record(self, plan: DraftPlan, block: Block, passed: VerifyPass, tau: int, cost: CheckCost, L: int,
                residual: bool) -> SpecBoundStep:
-        """The knobs this step ran with and what its layers cost (δ's parts, in layers); costs: one check's and
-        the final head's, in layers."""
-        h_cost, lam = costs
+        """The knobs this step ran with and what its layers cost (δ's parts, in layers; `cost`: one check's and
+        the final head's, measured)."""
+        h_cost = cost.layers
         computed = block.layers + passed.layers
         equivalent = computed + block.head_evals * h_cost  # the checks in layers too, as δ counts them
         return SpecBoundStep(
@@ -146,7 +146,8 @@ class SpecBoundMethod:
             head_evals=block.head_evals, head_cost_layers=h_cost, layers_joined=block.joined,
             verify_from_layer=passed.from_layer, residual=residual,
             exit_vocab=0 if plan.vocab is None else len(plan.vocab), d_max_asked=self.d_max,
-            final_head_layers=lam, exact_depths=block.depth[block.n_pending - 1: block.n_pending - 1 + len(block.exits)],
+            final_head_layers=cost.final_layers,
+            exact_depths=block.depth[block.n_pending - 1: block.n_pending - 1 + len(block.exits)],
             head_agreement=list(plan.heads.agreement or []),
             lens_agreement=list(getattr(plan.heads, "lens_agreement", None) or []))
 
