@@ -24,7 +24,7 @@ from cli.common import run_main
 from core import knobs
 from core.ar import ARMethod
 from core.engine import Session
-from core.metrics import layer_parts, modelled_r, speedup
+from core.metrics import curve_r, modelled_r, speedup
 from core.model.exit_heads import heads_for, store_exit_layers
 from core.model.chat import CHAT_MODES, ChatError, prepare_prompt
 from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES, load_model
@@ -44,7 +44,7 @@ class SettingResult:
     acceptance: float
     heads_per_token: float
     ms_per_token: float
-    r_costed: float | None = None  # R with the costs measured (core/metrics.py layer_parts)
+    r_costed: float | None = None  # R with the costs measured (core/metrics.py curve_r)
 
     @property
     def r_model(self) -> float:
@@ -66,11 +66,10 @@ def measure_setting(lm, knobs: dict, prompts: list[list[int]], max_new_tokens: i
     drafted = sum(len(t.nodes) for t in traces)
     computed = sum(t.specbound.layers_equivalent for t in traces)  # exit checks counted in layers
     full = sum(t.specbound.layers_full_equivalent for t in traces)
-    parts = layer_parts(traces)
     return SettingResult(knobs, tokens / len(traces), sum(t.delta for t in traces) / len(traces), 1 - computed / full,
                sum(t.accepted for t in traces) / max(1, drafted),
                sum(t.specbound.head_evals for t in traces) / tokens, 1000 * wall / tokens,
-               parts[0] / parts[1] if parts and parts[1] > 0 else None)
+               curve_r(traces, None))  # SpecBound's trace carries its own costs: no curve needed
 
 
 def parse_grid(items: list[str]) -> list[dict]:

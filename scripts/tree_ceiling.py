@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -32,7 +32,7 @@ from core.drafter_registry import drafter_factory  # noqa: E402
 from core.engine import Session  # noqa: E402
 from core.methods import build_method  # noqa: E402
 from core.model.chat import prepare_prompt  # noqa: E402
-from core.model.loading import load_model  # noqa: E402
+from core.model.loading import DTYPE_CHOICES, load_model  # noqa: E402
 from core.prompts import read_prompts  # noqa: E402
 from core.trace import StepTrace  # noqa: E402
 
@@ -61,7 +61,7 @@ class Priced:
     verify_ms: float = 0.0
     draft_ms: float = 0.0
     one_level_ms: float = 0.0  # one draft forward over one node a step: the least any drafter with a forward pays
-    trees: list[int] = field(default_factory=list)
+    nodes: int = 0
 
     def add(self, traces: list[StepTrace], cost) -> None:
         for t in traces:
@@ -74,7 +74,7 @@ class Priced:
             self.verify_ms += cost.t_verify(len(t.nodes) + 1)
             self.draft_ms += sum(cost.t_draft(w) for w in widths)
             self.one_level_ms += cost.t_draft(1)
-            self.trees.append(len(t.nodes))
+            self.nodes += len(t.nodes)
 
     def line(self) -> str:
         n = max(self.steps, 1)
@@ -82,7 +82,7 @@ class Priced:
         free = self.ar_ms / max(self.verify_ms, 1e-9)
         one = self.ar_ms / max(self.verify_ms + self.one_level_ms, 1e-9)
         deep = f" ({self.deepest_hits} at {self.cap})" if self.deepest_hits else ""
-        return (f"| {self.label} | {self.steps} | {self.tokens / n:.2f} | {sum(self.trees) / n:.1f} | "
+        return (f"| {self.label} | {self.steps} | {self.tokens / n:.2f} | {self.nodes / n:.1f} | "
                 f"{self.levels / n:.2f}{deep} | {priced:.2f}× | {one:.2f}× | {free:.2f}× |")
 
 
@@ -96,7 +96,7 @@ def best_spec(n: int, drafter: str) -> tuple[str, int | None]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2")
-    ap.add_argument("--dtype", default="auto", choices=("auto", "fp32", "bf16"))
+    ap.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     ap.add_argument("--drafter", default="eagle3")
     ap.add_argument("--prompts", default="assets/prompts/real.jsonl")
     ap.add_argument("--limit", type=int, default=12)
