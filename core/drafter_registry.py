@@ -60,8 +60,10 @@ def _model(target: CausalLM, weights: str | None, device: str, options: dict) ->
 
 def _eagle3(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:
     from core.eagle3.drafter import EagleDrafter
+    from core.eagle3.int8_scores import use_int8
     head = head_for(target, head_folder(weights) if weights else default_head(target))
-    return lambda: EagleDrafter(head, target)
+    use_int8(options["head_int8"], head.lm_head)  # a bad head_int8 says so now, not in the first session
+    return lambda: EagleDrafter(head, target, options["head_int8"])
 
 
 def _lookup(target: CausalLM, weights: str | None, device: str, options: dict) -> DrafterFactory:

@@ -169,7 +169,12 @@ METHOD_KNOBS: dict[str, tuple[Knob, ...]] = {
     "talon": (N, K, MU, K_INIT, SHAPE_T, AUTO, MU_SCHEDULE),
     "specbound": (ALPHA, TAU_EXIT, D_MAX, W_MAX, MIN_EXIT, EXIT_LAYERS, EXIT_VOCAB, EXIT_HEADS),
 }
-DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,)}  # knobs a drafter reads (core/drafter_registry.py)
+HEAD_INT8 = Knob("head_int8", "int8 head scores", str, "auto", "drafter eagle3: the head's LM head in int8 (weights "
+                 "per row, inputs per call) on a CPU; auto: for heads with at least 4 M LM-head weights (the real "
+                 "models'); q changes, verification does not, so the output is unchanged (" + OURS + ")",
+                 slider=False)
+
+DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,), "eagle3": (HEAD_INT8,)}  # knobs a drafter reads (core/drafter_registry.py)
 SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
 ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in (*METHOD_KNOBS.values(), *DRAFTER_KNOBS.values()) for k in ks}
 

@@ -139,14 +139,14 @@ def sampled_joint(target, make_drafter, method, runs):
 
 def sampling_setup(tmp_path, drafter):
     target = tiny_lm("llama", seed=0, vocab_size=V, num_hidden_layers=4)
-    if drafter == "eagle3":
+    if drafter.startswith("eagle3"):
         head = head_of(target, tmp_path / "h", draft_vocab=8)
-        return target, lambda: EagleDrafter(head, target)
+        return target, lambda: EagleDrafter(head, target, "on" if drafter.endswith("int8") else "off")
     return target, lambda: LookupDrafter(V)
 
 
 @pytest.mark.parametrize("drafter,method", [("eagle3", "talon"), ("eagle3", "chain"), ("lookup", "talon"),
-                                            ("lookup", "chain")])
+                                            ("lookup", "chain"), ("eagle3-int8", "chain")])
 @pytest.mark.slow
 def test_sampling_on_new_drafters_reproduces_the_target_joint(tmp_path, drafter, method):
     target, make = sampling_setup(tmp_path, drafter)

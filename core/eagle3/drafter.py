@@ -20,6 +20,7 @@ from core.draft_tree import DraftTree
 from core.drafters.contract import BaseDrafter, node_mask
 from core.eagle3.head import EagleHead, feature_layers
 from core.eagle3.head_info import HeadInfo
+from core.eagle3.int8_scores import int8_scores, use_int8
 from core.model.causal_lm import CausalLM, causal_mask
 from core.model.kv_cache import KVCache
 from core.model.linear_kernels import install
@@ -29,8 +30,10 @@ from core.trace import ROOT
 class EagleDrafter(BaseDrafter):
     name = "eagle3"
 
-    def __init__(self, head: EagleHead, target: CausalLM) -> None:
-        self.head, self.target = head, target
+    def __init__(self, head: EagleHead, target: CausalLM, head_int8: str = "auto") -> None:
+        self.head, self.target, self.head_int8 = head, target, head_int8
+        # the LM head's scores in int8 on a CPU (core/eagle3/int8_scores.py): q changes, verification does not
+        self.int8 = int8_scores(head.lm_head) if use_int8(head_int8, head.lm_head) else None
         # its products through the target's CPU kernels (core/model/linear_kernels.py): a head is called between the
         # target's forwards, which push its weights out of the cache, so the kernels a plan timed on the head alone
         # (in cache) prefers are not the fastest while drafting (docs/app.md, "Measurements behind the code")
@@ -47,11 +50,13 @@ class EagleDrafter(BaseDrafter):
         info = self.head.info or HeadInfo(dialect="in memory", tap_rule="top-level" if c.eagle_aux_hidden_state_layer_ids
                                           else "default", draft_vocab=c.draft_vocab_size, vocab=c.vocab_size,
                                           layers=c.num_hidden_layers)
-        return dataclasses.replace(info, taps=self.taps)
+        notes = info.notes + (("LM head scored in int8 on this CPU (head_int8; the output is unchanged)",)
+                              if self.int8 is not None else ())
+        return dataclasses.replace(info, taps=self.taps, notes=notes)
 
     @property
     def identity(self) -> str:
-        return f"{self.name}:{getattr(self.head, 'source', 'in memory')}"
+        return f"{self.name}:{getattr(self.head, 'source', 'in memory')}{'|int8' if self.int8 else ''}"
 
     def mark(self) -> int:
         return self.cache.length
@@ -105,7 +110,7 @@ class EagleDrafter(BaseDrafter):
 
     def _logits(self, states: torch.Tensor) -> torch.Tensor:
         """(F, H) -> (F, V) logits over the target's vocabulary; ids outside the draft vocabulary get -inf."""
-        z = self.head.logits(states).float()  # (F, Vd)
+        z = self.head.logits(states).float() if self.int8 is None else self.int8(self.head.norm(states))  # (F, Vd)
         out = torch.full((states.shape[0], self.target.vocab_size), float("-inf"), device=z.device)
         out[:, self.draft_ids] = z
         return out
@@ -150,4 +155,4 @@ class EagleDrafter(BaseDrafter):
         self.cache = self.fused = None
 
     def fresh(self) -> "EagleDrafter":
-        return EagleDrafter(self.head, self.target)
+        return EagleDrafter(self.head, self.target, self.head_int8)
