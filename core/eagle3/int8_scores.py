@@ -3,7 +3,7 @@
 Why: on a CPU the largest product of a draft forward is the head's LM head over the draft vocabulary (SmolLM2's
 head: 14,336 × 576, 62% of its weights), and the target's forward between two drafts pushes it out of the cache,
 so each draft level streams it from memory again. One quarter (fp32) or one half (bf16) of the bytes, through
-PyTorch's quantized x86 kernel, measured 0.7–0.9 ms against 1.3–1.5 ms for the fastest bf16 kernel at 1–4 rows on
+PyTorch's quantized x86 kernel, measured 0.7–1.0 ms against 1.3–1.5 ms for the fastest bf16 kernel at 1–4 rows on
 the 2-core EPYC (docs/bench/real_model.md, "The draft's LM head in int8").
 
 It changes only the drafter's scores z, hence q and the tree's shape, never the verification: every method
