@@ -286,7 +286,8 @@ def compat_html(r: CompatReadout) -> str:
         taps = ",".join(map(str, h.get("taps") or [])) or "?"
         parts.insert(0, f"head: {esc(h.get('dialect'))} layout, taps {esc(taps)} ({esc(h.get('tap_rule'))}), "
                         f"draft vocabulary {num(h.get('draft_vocab'), 'd')} of {num(h.get('vocab'), 'd')}"
-                        + (f"; {esc(h.get('trained'))}" if h.get("trained") else ""))
+                        + (f"; {esc(h.get('trained'))}" if h.get("trained") else "")
+                        + (f"; {esc(h.get('scoring'))}" if h.get("scoring") else ""))
     if r.coverage is not None:
         parts.append(f"the draft vocabulary holds {num(r.coverage, '.0%')} of the committed text")
     elif r.head:

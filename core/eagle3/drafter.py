@@ -50,9 +50,8 @@ class EagleDrafter(BaseDrafter):
         info = self.head.info or HeadInfo(dialect="in memory", tap_rule="top-level" if c.eagle_aux_hidden_state_layer_ids
                                           else "default", draft_vocab=c.draft_vocab_size, vocab=c.vocab_size,
                                           layers=c.num_hidden_layers)
-        notes = info.notes + (("LM head scored in int8 on this CPU (head_int8; the output is unchanged)",)
-                              if self.int8 is not None else ())
-        return dataclasses.replace(info, taps=self.taps, notes=notes)
+        scoring = "LM head scored in int8 on this CPU (head_int8; the output is unchanged)" if self.int8 else ""
+        return dataclasses.replace(info, taps=self.taps, scoring=scoring)
 
     @property
     def identity(self) -> str:

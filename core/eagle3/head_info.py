@@ -37,6 +37,7 @@ class HeadInfo:
     warnings: tuple[str, ...] = ()  # what was loaded but should be looked at (config keys ignored by name):
     # the CLI's line and the page's compatibility readout show these
     trained: str = ""  # for a head trained here: on what, and its held-out agreement (its metrics.json)
+    scoring: str = ""  # how the drafter scores its LM head when not in the head's own dtype (int8 on a CPU)
 
     def to_dict(self) -> dict:
         """A small JSON-able dict (for the trace export and the page)."""
@@ -57,5 +58,7 @@ class HeadInfo:
             parts.append("variants: " + ", ".join(self.variants))
         if self.trained:
             parts.append(self.trained)
+        if self.scoring:
+            parts.append(self.scoring)
         parts += [f"warning: {w}" for w in self.warnings]
         return "; ".join(parts)
