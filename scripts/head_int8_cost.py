@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=41)
     args = ap.parse_args()
     from core.drafter_registry import drafter_factory
+    from core.eagle3.int8_scores import int8_scores
     from core.engine import Session
     from core.methods import build_method
     from core.model.chat import prepare_prompt
@@ -48,8 +49,9 @@ def main() -> None:
     from core.prompts import read_prompts
     from core.sampling import SamplingConfig
     target = load_model(args.model, "cpu", args.dtype)
-    drafter = drafter_factory("eagle3", target, None, "cpu", {"head_int8": "on"})()
-    head, int8 = drafter.head, drafter.int8
+    make = drafter_factory("eagle3", target, None, "cpu", {"head_int8": "off"})  # float scores: the baseline's shapes
+    head = make().head
+    int8 = int8_scores(head.lm_head)
     flush = torch.empty(FLUSH_MB << 20, dtype=torch.uint8)
     w = head.lm_head.weight
     print(f"{args.model} ({target.dtype}): LM head {tuple(w.shape)}, plan {target.plan.describe()}")
@@ -57,8 +59,7 @@ def main() -> None:
     for rows in ROWS:
         x = torch.randn(rows, w.shape[1], dtype=w.dtype)
         print(f"| {rows} | {cold_ms(head.lm_head, x, flush, args.reps):.2f} | {cold_ms(int8, x, flush, args.reps):.2f} |")
-    make = drafter_factory("eagle3", target, None, "cpu", {"head_int8": "off"})
-    states = []  # the head's own output states while drafting these prompts (float scores: the default's shapes)
+    states = []  # the head's own output states while drafting these prompts
     for row in read_prompts(args.prompts)[: args.limit]:
         d = make()
         score = d._logits

@@ -19,6 +19,8 @@ import weakref
 
 import torch
 
+from core.model.linear_kernels import weight_version
+
 CHOICES = ("auto", "on", "off")
 AUTO_MIN_WEIGHTS = 4 * 2 ** 20  # V_d · H: SmolLM2's head has 8.3 M, the embedded head 1.0 M
 _CACHE: "weakref.WeakKeyDictionary[torch.nn.Linear, tuple[tuple[int, int], Int8Scores]]" = weakref.WeakKeyDictionary()
@@ -61,8 +63,7 @@ class Int8Scores:
 def int8_scores(lm_head: torch.nn.Linear) -> Int8Scores:
     """The int8 copy of this LM head, made once and shared by every drafter on the head (remade if the weight
     changes, as when it trains)."""
-    w = lm_head.weight
-    version = (w.data_ptr(), -1 if w.is_inference() else w._version)
+    version = weight_version(lm_head.weight)
     held = _CACHE.get(lm_head)
     if held is None or held[0] != version:
         held = (version, Int8Scores(lm_head.weight))

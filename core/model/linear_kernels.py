@@ -103,6 +103,12 @@ def narrow(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Te
     return y if b is None else y.add_(b)
 
 
+def weight_version(w: torch.Tensor) -> tuple[int, int]:
+    """What changes when a weight's storage or contents do: a copy derived from it is stale once this moves
+    (inference tensors keep no version count)."""
+    return w.data_ptr(), -1 if w.is_inference() else w._version
+
+
 class Product:
     """y = x·Wᵀ + b through its plan's kernel for x's row count; F.linear while autograd records (training) or
     where the plan has no say (another device or dtype). W (out, in) must be row-major; the packed copy is made
@@ -117,7 +123,7 @@ class Product:
 
     def packed(self) -> torch.Tensor:
         """oneDNN's blocked copy of W (kept until W changes)."""
-        of = (self.w.data_ptr(), -1 if self.w.is_inference() else self.w._version)  # inference tensors keep no count
+        of = weight_version(self.w)
         if self._packed is None or of != self._packed_of:
             with torch.inference_mode():
                 self._packed = torch.ops.mkldnn._reorder_linear_weight(self.w.detach().contiguous(), 16)
