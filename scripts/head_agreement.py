@@ -4,6 +4,7 @@ cli.eagle3_features), every conversation counted. The card's own agreement is ov
 requests; this one says how far that carries to requests unlike any template.
 
     python scripts/head_agreement.py --features .cache/distill/smollm2/features_real --head assets/models/smollm2/eagle3
+    python scripts/head_agreement.py --heldout-only --features F1,F2,... --head OLD NEW   # the trainer's held-out set
 """
 from __future__ import annotations
 
@@ -24,13 +25,16 @@ from core.model.real_models import resolve
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2")
-    ap.add_argument("--features", required=True)
+    ap.add_argument("--features", required=True, help="features folders, comma-separated")
+    ap.add_argument("--heldout-only", action="store_true", help="only the conversations training held out (by the "
+                    "hash of their id): two heads compared on what neither trained on, as the trainer evaluates")
     ap.add_argument("--head", nargs="+", required=True, help="head folders (or a training leg's head.ckpt) to compare")
     ap.add_argument("--steps", type=int, default=4)
     args = ap.parse_args()
     target = AutoModelForCausalLM.from_pretrained(resolve(args.model), dtype=torch.float32).eval()
-    feats = Features(Path(args.features))
-    feats.heldout = np.concatenate([feats.train, feats.heldout])  # every conversation is held out here
+    feats = Features(*(Path(f) for f in args.features.split(",")))
+    if not args.heldout_only:
+        feats.heldout = np.concatenate([feats.train, feats.heldout])  # every conversation is held out here
     V, H, L = target.config.vocab_size, target.config.hidden_size, target.config.num_hidden_layers
     for folder in args.head:
         if folder.endswith(".ckpt"):  # a leg under way: its last checkpoint
