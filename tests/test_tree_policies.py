@@ -188,13 +188,15 @@ def test_a_tiny_shaping_temperature_keeps_every_proposable_root_child():
     z = torch.tensor([[5.0, 0.0, -3.0, -8.0, float("-inf"), float("-inf"), float("-inf"), float("-inf")]])
 
     class Fixed:
+        columns = None  # scores the whole vocabulary
+
         def room(self):
             return 100
 
         def propose(self, frontier, tree):
             return z.expand(len(frontier), -1)
 
-    s = SimpleNamespace(target=SimpleNamespace(device=torch.device("cpu")), sampling=SamplingConfig())
+    s = SimpleNamespace(target=SimpleNamespace(device=torch.device("cpu"), vocab_size=8), sampling=SamplingConfig())
     for most_kept in (None, 4):  # the fix runs when a row has fewer positive q than the policy may keep
         policy = TalonPolicy(N=4, K=4, mu=0.5, k_init=1)
         res = policy.grow(Expander(Fixed(), s, False, 0.01, most_kept=most_kept), max_depth=1)

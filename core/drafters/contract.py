@@ -7,8 +7,10 @@ A drafter owns its own state (caches) for one session. What every drafter writes
   (only for drafters that read them: `taps` names the target layers whose inputs they want);
 - `begin(ids)`: a step starts from the committed ids;
 - `room()`: how many more slots its caches hold this step;
-- `propose(frontier, tree)`: one batched forward over the frontier nodes ([ROOT] first) -> (F, V) logits
-  over the target's vocabulary (-inf = cannot propose);
+- `propose(frontier, tree)`: one batched forward over the frontier nodes ([ROOT] first) -> (F, C) logits
+  over the target ids `columns` (C,), or over the whole target vocabulary (F, V) where `columns` is None
+  (-inf = cannot propose); `columns` never changes for a drafter. A drafter with a reduced vocabulary scores
+  only its own ids, so the softmax and Top-m over them cost a fraction of V's (`widen` makes the (F, V) row);
 - `accept(path, feats)`: the verified path (the drafter's own node ids, root downwards) and, when asked
   for, the target's hidden states of the pending tokens and that path; the drafter brings its cache
   up to date with what was committed;
@@ -51,6 +53,7 @@ class Drafter(Protocol):
     name: str  # its kind: model | eagle3 | lookup | self (core/drafter_registry.py)
     taps: tuple[int, ...]  # target hidden-state indices (0 = embeddings) the drafter reads; () = none
     runs_model: bool  # its proposals cost a forward (lookup's do not)
+    columns: torch.Tensor | None  # (C,) target id of each column `propose` scores; None = all V, in order
 
     def prefill(self, ids: list[int], feats: torch.Tensor | None, max_len: int) -> None: ...
 
@@ -82,6 +85,7 @@ class BaseDrafter:
     name = "drafter"
     taps: tuple[int, ...] = ()
     runs_model = True
+    columns: torch.Tensor | None = None
 
     @property
     def identity(self) -> str:
@@ -96,6 +100,15 @@ class BaseDrafter:
 
     def rewind(self, mark: object) -> None:
         """Proposals that change nothing have nothing to forget."""
+
+
+def widen(z: torch.Tensor, columns: torch.Tensor | None, vocab_size: int) -> torch.Tensor:
+    """A proposal's (F, C) logits over `columns` -> (F, V) over the target's vocabulary, -inf elsewhere."""
+    if columns is None:
+        return z
+    out = torch.full((z.shape[0], vocab_size), float("-inf"), dtype=z.dtype, device=z.device)
+    out[:, columns] = z
+    return out
 
 
 def node_mask(frontier: list[int], tree: DraftTree, slots: dict[int, int], context: int, start: int,

@@ -19,6 +19,7 @@ import torch
 from core.draft_tree import DraftTree
 from core.drafters.contract import BaseDrafter, node_mask
 from core.eagle3.head import EagleHead, feature_layers
+from core.eagle3.fused_head import fusable, fused_head
 from core.eagle3.head_info import HeadInfo
 from core.eagle3.int8_scores import int8_scores, use_int8
 from core.model.causal_lm import CausalLM, causal_mask
@@ -40,6 +41,7 @@ class EagleDrafter(BaseDrafter):
         install(head, target.plan)
         self.taps = feature_layers(target.num_layers, head.config.eagle_aux_hidden_state_layer_ids)
         self.draft_ids = head.draft_ids()  # (Vd,) target id of each draft id
+        self.columns = self.draft_ids if head.reduced else None  # propose scores the draft vocabulary only
         self.cache: KVCache | None = None
         self.fused: torch.Tensor | None = None  # (max_len, H): fc(f_t) for known positions
 
@@ -55,7 +57,8 @@ class EagleDrafter(BaseDrafter):
 
     @property
     def identity(self) -> str:
-        return f"{self.name}:{getattr(self.head, 'source', 'in memory')}{'|int8' if self.int8 else ''}"
+        how = ("|fused" if fusable(self.head) else "") + ("|int8" if self.int8 else "")  # what its cost depends on
+        return f"{self.name}:{getattr(self.head, 'source', 'in memory')}{how}"
 
     def mark(self) -> int:
         return self.cache.length
@@ -79,7 +82,9 @@ class EagleDrafter(BaseDrafter):
 
     def prefill(self, ids: list[int], feats: torch.Tensor | None, max_len: int) -> None:
         c, t = self.head.config, self.target
-        self.cache = KVCache(c.num_hidden_layers, c.num_key_value_heads, c.hd, max_len, t.dtype, t.device)
+        # keys and values in the target's cache dtype: fp32 for bf16 on a CPU, whose bf16 attention over one query
+        # cost 155 µs against fp32's 32 at the head's shapes (core/model/kv_cache.py)
+        self.cache = KVCache(c.num_hidden_layers, c.num_key_value_heads, c.hd, max_len, t.cache_dtype, t.device)
         self.fused = torch.zeros(max_len, c.hidden_size, dtype=t.dtype, device=t.device)
         if feats is not None and len(feats):
             self.fused[: len(feats)] = self.head.fuse(feats)  # (n-1, 3H_t) -> (n-1, H)
@@ -99,27 +104,28 @@ class EagleDrafter(BaseDrafter):
         start, end = self.cache.length, self.cache.length + emb.shape[0]
 
         def kv(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            self.cache.write(i, start, k[0], v[0])  # k, v (1, nkv, T, D)
-            keys, values = self.cache.view(i, end)  # (nkv, S, D)
-            return keys[None], values[None]
+            self.cache.write(i, start, k, v)  # k, v (nkv, T, D)
+            return self.cache.view(i, end)  # (nkv, S, D)
 
-        out = self.head(emb[None], state[None], positions[None], kv, mask)[0]
+        fused = fused_head(self.head, self.target.plan)  # stacked products; None for a head with variants
+        if fused is not None:
+            out = fused.forward(self.head, emb, state, positions, kv, mask)
+        else:
+            out = self.head(emb[None], state[None], positions[None],
+                            lambda i, k, v: tuple(t[None] for t in kv(i, k[0], v[0])), mask)[0]
         self.cache.length = end
         return out
 
     def _logits(self, states: torch.Tensor) -> torch.Tensor:
-        """(F, H) -> (F, V) logits over the target's vocabulary; ids outside the draft vocabulary get -inf."""
-        z = self.head.logits(states).float() if self.int8 is None else self.int8(self.head.norm(states))  # (F, Vd)
-        out = torch.full((states.shape[0], self.target.vocab_size), float("-inf"), device=z.device)
-        out[:, self.draft_ids] = z
-        return out
+        """(F, H) -> (F, Vd) logits over the draft vocabulary, whose target ids are `columns`."""
+        return self.head.logits(states).float() if self.int8 is None else self.int8(self.head.norm(states))
 
     def propose(self, frontier: list[int], tree: DraftTree) -> torch.Tensor:
         dev = self.target.device
         if frontier == [ROOT]:
             start, end = self.cache.length, self.n - 1  # context entries [start, end) are missing
             if end <= 0:  # a one-token context has no target state to read
-                return torch.full((1, self.target.vocab_size), float("-inf"), device=dev)
+                return torch.full((1, self.head.config.draft_vocab_size), float("-inf"), device=dev)
             if end > start:
                 emb = self.embed(self.ids[start + 1: end + 1])  # x_{t+1}
                 out = self._run(emb, self.fused[start:end], torch.arange(start, end, device=dev),

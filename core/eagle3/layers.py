@@ -58,10 +58,12 @@ class Attention(nn.Module):
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """q (B, nh, T, D) over keys/values (B, nkv, S, D) under mask (T, S) -> (B, T, H) after o_proj."""
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=self.heads != self.kv_heads)
+        """q (B, nh, T, D) over keys/values (B, nkv, S, D) under mask (T, S) -> (B, T, H) after o_proj. Computed
+        in the keys' dtype (a drafter's cache may be wider than the head: fp32 for bf16 on a CPU)."""
+        out = F.scaled_dot_product_attention(q.to(keys.dtype), keys, values, attn_mask=mask,
+                                             enable_gqa=self.heads != self.kv_heads)
         B, _, T, _ = out.shape
-        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1).to(q.dtype))
 
 
 class MLP(nn.Module):

@@ -15,13 +15,13 @@ from core.auto.config import DEFAULT, AutoConfig
 from core.auto.cost_model import measure_costs
 from core.auto.shape_calibration import T_GRID, nll_by_temperature
 from core.draft_tree import DraftTree, tree_attention_mask, tree_positions
-from core.drafters.contract import Drafter
+from core.drafters.contract import Drafter, widen
 from core.drafters.shallow_verify import verify_with_shallow
 from core.engine import Session, Timer
 from core.sampling import draw, probs
 from core.trace import ROOT, AutoChoice, DraftNode, StepTrace, TargetChoice, TreeStep
 from core.trees.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu, check_schedule
-from core.trees.policies import ChainPolicy, GrowResult, StaticPolicy, TalonPolicy
+from core.trees.policies import ChainPolicy, ColumnQ, GrowResult, StaticPolicy, TalonPolicy
 from core.verify import (VerdictRecord, record_chain, verify_chain_greedy, verify_chain_sampling,
                          verify_tree)
 
@@ -44,19 +44,22 @@ class Expander:
         self.ms = 0.0
         self.logits: dict[int, torch.Tensor] | None = {} if keep_logits else None  # node -> (V,) z it was expanded with
 
-    def __call__(self, frontier: list[int], tree: DraftTree) -> torch.Tensor | None:
+    def __call__(self, frontier: list[int], tree: DraftTree) -> torch.Tensor | ColumnQ | None:
         if len(frontier) > self.drafter.room():
             return None
+        columns, V = self.drafter.columns, self.s.target.vocab_size
         with Timer(self.s.target.device) as t:
-            z = self.drafter.propose(frontier, tree)  # (F, V)
+            z = self.drafter.propose(frontier, tree)  # (F, C) over `columns`, or (F, V)
             if self.logits is not None:
-                self.logits.update(zip(frontier, z))
-            if self.chain:
-                q = torch.nan_to_num(probs(z, self.s.sampling))  # a row of -inf (nothing to propose) -> zeros
+                self.logits.update(zip(frontier, widen(z, columns, V)))
+            if self.chain:  # its q rows go to the rejection rule, which reads them over V
+                q = torch.nan_to_num(probs(widen(z, columns, V), self.s.sampling))  # a row of -inf -> zeros
             else:
-                q = torch.softmax(z.float() / self.T_shape, -1)  # (F, V)
+                q = torch.softmax(z.float() / self.T_shape, -1)  # (F, C): the columns outside have q = 0
                 if self.underflow_may_matter(q):  # a 0 from -inf cannot be proposed, one from underflow can
                     q.clamp_min_(torch.finfo(q.dtype).tiny).masked_fill_(z.isneginf() | z.isnan(), 0.0)
+                if columns is not None:
+                    q = ColumnQ(q, columns, V)
         self.ms += t.ms
         return q
 

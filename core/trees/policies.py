@@ -1,7 +1,8 @@
 """Tree-shaping policies: how a draft tree grows from the draft's distributions.
 
 A policy only decides *shape*; where q comes from is the caller's `expand(nodes, tree)`,
-one batched draft forward over the frontier per depth level, returning (F, V) probabilities.
+one batched draft forward over the frontier per depth level, returning (F, V) probabilities
+(or a `ColumnQ` over a drafter's own vocabulary, for the trees).
 That keeps the policies pure and testable on hand-made distributions.
 
 Budget convention, the same for both policies so budgets compare fairly: **N counts drafted
@@ -18,8 +19,33 @@ from core import knobs
 from core.draft_tree import DraftTree
 from core.trace import ROOT, LevelTrace, PrunedCandidate
 
-# frontier node ids ([ROOT] first) -> (F, V) q, or None when the drafter has no room left for them
-Expand = Callable[[list[int], DraftTree], "torch.Tensor | None"]
+
+
+@dataclass
+class ColumnQ:
+    """q over part of the vocabulary: rows (F, C) for the target ids `columns` (C,), the rest 0. What a drafter
+    with a reduced vocabulary gives a tree: its Top-m never needs the (F, V) row (a third of the work on
+    SmolLM2's head, and no (F, V) tensors to allocate)."""
+    q: torch.Tensor  # (F, C)
+    columns: torch.Tensor  # (C,)
+    vocab_size: int  # V
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.q.shape
+
+    def topk(self, m: int, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+        """(F, m) probabilities and their target ids, best first."""
+        q, col = self.q.topk(m, dim=dim)
+        return q, self.columns[col]
+
+    def passing(self, row: int, scale: float, gate: float) -> int:
+        """How many tokens of a row have scale·q ≥ gate, the V − C outside the columns (q = 0) included."""
+        return int((self.q[row] * scale >= gate).sum()) + (self.vocab_size - self.q.shape[-1] if gate <= 0 else 0)
+
+
+# frontier node ids ([ROOT] first) -> (F, V) q (a ColumnQ for the trees), or None when the drafter has no room left
+Expand = Callable[[list[int], DraftTree], "torch.Tensor | ColumnQ | None"]
 Pick = Callable[[torch.Tensor], int]  # a chain's choice from one q row (V,): argmax, or one draw
 PRUNED_EXAMPLES = 4  # best cut candidates recorded per depth and reason
 
@@ -36,7 +62,7 @@ class GrowResult:
     q_rows: list[torch.Tensor] = field(default_factory=list)  # chain: the full q each token was drawn from
 
 
-def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_parent: int):
+def _children(dist: torch.Tensor | ColumnQ, frontier: list[int], tree: DraftTree, per_parent: int):
     """Best `per_parent` children of each frontier node, pooled and sorted by p(u) = p(parent)·q.
 
     Only the Top-m of a row can ever survive, so we never build (F, V) scores.
@@ -53,7 +79,7 @@ def _children(dist: torch.Tensor, frontier: list[int], tree: DraftTree, per_pare
     return scores[order], q.flatten()[order], tok.flatten()[order], parents, parent_score * q[:, -1]
 
 
-def _passing_unscored(dist: torch.Tensor, frontier: list[int], tree: DraftTree, edge: torch.Tensor, m: int,
+def _passing_unscored(dist: torch.Tensor | ColumnQ, frontier: list[int], tree: DraftTree, edge: torch.Tensor, m: int,
                       gate: float) -> int:
     """Children below each parent's m scored ones that pass the gate too (all of them cut by the budget),
     counted only on the rows whose m-th child passes: a level's cuts then add up without scoring (F, V)."""
@@ -61,7 +87,8 @@ def _passing_unscored(dist: torch.Tensor, frontier: list[int], tree: DraftTree, 
     for row in (edge >= gate).nonzero().flatten().tolist():
         parent = frontier[row]
         scale = 1.0 if parent == ROOT else tree.scores[parent]
-        total += int((dist[row] * scale >= gate).sum()) - m
+        passing = dist.passing(row, scale, gate) if isinstance(dist, ColumnQ) else int((dist[row] * scale >= gate).sum())
+        total += passing - m
     return total
 
 
