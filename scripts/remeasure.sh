@@ -24,6 +24,8 @@
 #   real-exit (8)  the fast preset's exit layer chosen on SmolLM2 (writes assets/models/smollm2/layer_heads.json)
 #   real (20)      methods × drafters on SmolLM2 in the precision auto picks here, with transformers' peers
 #   real-fp32 (12) every method and drafter against AR in fp32 (the ≠AR column must read 0)
+#   real-code (5)  the held-out code requests (rows 13–24 of real.jsonl): AR, TALON at auto, chains, SpecBound fast,
+#                  two repeats
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
@@ -92,6 +94,11 @@ for s in "${sections[@]}"; do
     real-fp32)
       python -m cli.bench --model smollm2 --dtype fp32 --prompts assets/prompts/real.jsonl --limit 12 \
         --max-new-tokens 32 --methods "$REAL_METHODS" ;;
+    real-code)
+      code=$(mktemp --suffix=.jsonl)
+      sed -n 13,24p assets/prompts/real.jsonl > "$code"
+      python -m cli.bench --model smollm2 --prompts "$code" --limit 12 --max-new-tokens 64 --repeat 2 \
+        --methods ar,talon@eagle3:preset=auto,chain@eagle3,chain@lookup,specbound:preset=fast ;;
     profile)
       python scripts/step_profile.py ;;
     rows)

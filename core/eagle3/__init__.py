@@ -10,4 +10,5 @@ Entry point: drafter.py (EagleDrafter, the head behind the drafter contract). Th
     head_info.py  what a loaded head is, as plain data
     readout.py    does this head fit this target? acceptance by draft position, taps, vocabulary coverage
     int8_scores.py  the LM head's scores in int8 on a CPU (head_int8): cheaper drafts, the same output
+    fused_head.py   a plain head's layer as stacked products for drafting: the modules' states, fewer ops
 """
