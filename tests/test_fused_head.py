@@ -81,7 +81,7 @@ def test_a_reduced_head_proposes_over_its_own_ids_and_the_trees_match_the_whole_
     torch.testing.assert_close(full[0, d.columns], q[0], rtol=1e-6, atol=0)  # the sums differ in their last bits
     for policy in (TalonPolicy(N=6, K=3, mu=0.1, k_init=1), StaticPolicy(N=6, K=3, depth=1)):
         trees = [policy.grow(lambda f, t, dist=dist: dist, max_depth=1).tree for dist in
-                 (ColumnQ(q, d.columns, target.vocab_size), full)]
+                 (ColumnQ(q, d.columns), full)]
         assert trees[0].tokens == trees[1].tokens and trees[0].parents == trees[1].parents
 
 

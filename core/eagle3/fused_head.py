@@ -43,8 +43,8 @@ class FusedHead:
         c, mid = head.config, head.midlayer
         T, nh, nkv, D = emb.shape[0], c.num_attention_heads, c.num_key_value_heads, c.hd
         cos, sin = (t[0] for t in head.rope(positions[None], emb.dtype))  # each (1, T, D)
-        x = torch.cat((rms_norm(emb, mid.input_layernorm.weight, c.rms_norm_eps),
-                       rms_norm(state, mid.hidden_norm.weight, c.rms_norm_eps)), -1)  # (T, 2H)
+        normed_state = rms_norm(state, mid.hidden_norm.weight, c.rms_norm_eps)  # (T, H)
+        x = torch.cat((rms_norm(emb, mid.input_layernorm.weight, c.rms_norm_eps), normed_state), -1)  # (T, 2H)
         out = self.qkv(x)  # (T, (nh + 2·nkv)·D)
         n_qk = (nh + nkv) * D
         qk = out[:, :n_qk].view(T, nh + nkv, D).transpose(0, 1)  # (nh + nkv, T, D)
@@ -52,8 +52,7 @@ class FusedHead:
         keys, values = kv(0, qk[nh:], out[:, n_qk:].view(T, nkv, D).transpose(0, 1))  # each (nkv, S, D)
         att = F.scaled_dot_product_attention(qk[:nh][None].to(keys.dtype), keys[None], values[None],
                                              attn_mask=mask, enable_gqa=nh != nkv)[0]  # (nh, T, D)
-        residual = rms_norm(state, mid.hidden_norm.weight, c.rms_norm_eps) if c.norm_before_residual else state
-        h = residual + self.o(att.transpose(0, 1).reshape(T, nh * D).to(emb.dtype))
+        h = (normed_state if c.norm_before_residual else state) + self.o(att.transpose(0, 1).reshape(T, nh * D).to(emb.dtype))
         gate, up = self.gate_up(rms_norm(h, mid.post_attention_layernorm.weight, c.rms_norm_eps)).split(
             c.intermediate_size, -1)  # each (T, I)
         return h + self.down(mid.mlp.act(gate) * up)

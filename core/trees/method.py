@@ -59,7 +59,7 @@ class Expander:
                 if self.underflow_may_matter(q):  # a 0 from -inf cannot be proposed, one from underflow can
                     q.clamp_min_(torch.finfo(q.dtype).tiny).masked_fill_(z.isneginf() | z.isnan(), 0.0)
                 if columns is not None:
-                    q = ColumnQ(q, columns, V)
+                    q = ColumnQ(q, columns)
         self.ms += t.ms
         return q
 

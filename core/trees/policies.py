@@ -28,20 +28,19 @@ class ColumnQ:
     SmolLM2's head, and no (F, V) tensors to allocate)."""
     q: torch.Tensor  # (F, C)
     columns: torch.Tensor  # (C,)
-    vocab_size: int  # V
 
     @property
     def shape(self) -> torch.Size:
         return self.q.shape
 
+    def __getitem__(self, row: int) -> torch.Tensor:
+        """A row's C proposable entries; the other V − C are 0 and never pass a gate μ·m_d > 0."""
+        return self.q[row]
+
     def topk(self, m: int, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
         """(F, m) probabilities and their target ids, best first."""
         q, col = self.q.topk(m, dim=dim)
         return q, self.columns[col]
-
-    def passing(self, row: int, scale: float, gate: float) -> int:
-        """How many tokens of a row have scale·q ≥ gate, the V − C outside the columns (q = 0) included."""
-        return int((self.q[row] * scale >= gate).sum()) + (self.vocab_size - self.q.shape[-1] if gate <= 0 else 0)
 
 
 # frontier node ids ([ROOT] first) -> (F, V) q (a ColumnQ for the trees), or None when the drafter has no room left
@@ -87,8 +86,7 @@ def _passing_unscored(dist: torch.Tensor | ColumnQ, frontier: list[int], tree: D
     for row in (edge >= gate).nonzero().flatten().tolist():
         parent = frontier[row]
         scale = 1.0 if parent == ROOT else tree.scores[parent]
-        passing = dist.passing(row, scale, gate) if isinstance(dist, ColumnQ) else int((dist[row] * scale >= gate).sum())
-        total += passing - m
+        total += int((dist[row] * scale >= gate).sum()) - m
     return total
 
 
