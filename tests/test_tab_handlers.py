@@ -70,6 +70,12 @@ def test_compare_says_what_its_ranges_support_and_two_runs_agree_with_it():
     said = " ".join(conclusions(rows))
     assert "whole range: chain, talon." in said and "(the range spans 1.00×): specbound" in said
     assert "talon > specbound" in said and "chain and talon" in said and "chain > talon" not in said
+    close = [CompareRow("specbound", "", 1, 1, 9, 1.2, "✓", lo=1.114, hi=1.3),  # shown 1.11–1.30
+             CompareRow("static", "", 2, 1, 9, 0.9, "✓", lo=0.66, hi=1.106),  # shown 0.66–1.11
+             CompareRow("talon", "", 2, 1, 9, 0.8, "✓", lo=0.68, hi=0.996)]  # shown 0.68–1.00
+    said = " ".join(conclusions(close))  # no claim that the table's own two-decimal ends cannot carry (a CI run)
+    assert "specbound and static" in said and "specbound > static" not in said
+    assert "spans 1.00×): static, talon." in said and "Slower" not in said
 
 
 def test_cancel_stops_compare_keeps_what_finished_and_the_page_usable():

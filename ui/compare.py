@@ -71,9 +71,11 @@ def conclusions(rows: list[CompareRow]) -> list[str]:
     ranged = [r for r in rows if r.method != "ar" and r.speedup is not None and r.lo is not None]
     if not ranged:
         return ["No ranges yet: they come once plain AR has been timed again after the first round."]
-    faster = [r.method for r in ranged if r.lo > 1.0]
-    slower = [r.method for r in ranged if r.hi < 1.0]
-    level = [r.method for r in ranged if r.lo <= 1.0 <= r.hi]
+    lo = {r.method: round(r.lo, 2) for r in ranged}  # the ends as the table shows them: a claim the table's own
+    hi = {r.method: round(r.hi, 2) for r in ranged}  # numbers cannot carry (1.114 "above" 1.106, both 1.11) is none
+    faster = [r.method for r in ranged if lo[r.method] > 1.0]
+    slower = [r.method for r in ranged if hi[r.method] < 1.0]
+    level = [r.method for r in ranged if lo[r.method] <= 1.0 <= hi[r.method]]
     said = []
     if faster:
         said.append(f"Faster than plain AR over their whole range: {', '.join(faster)}.")
@@ -82,8 +84,8 @@ def conclusions(rows: list[CompareRow]) -> list[str]:
     if level:
         said.append(f"Not told apart from plain AR by this run (the range spans 1.00×): {', '.join(level)}.")
     order = sorted(ranged, key=lambda r: -r.speedup)
-    apart = [f"{a.method} > {b.method}" for a, b in zip(order, order[1:]) if a.lo > b.hi]
-    tied = [f"{a.method} and {b.method}" for a, b in zip(order, order[1:]) if a.lo <= b.hi]
+    apart = [f"{a.method} > {b.method}" for a, b in zip(order, order[1:]) if lo[a.method] > hi[b.method]]
+    tied = [f"{a.method} and {b.method}" for a, b in zip(order, order[1:]) if lo[a.method] <= hi[b.method]]
     if apart:
         said.append(f"Ranked by ranges that do not overlap: {'; '.join(apart)}.")
     if tied:
