@@ -83,7 +83,7 @@ def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict
 def drafter_of(key: str) -> tuple[str, dict]:
     """A drafter key -> (drafter name, its knobs)."""
     name, *items = key.split(":")
-    return name, {k: v if knobs.ALL_KNOBS[k].kind is str else int(v) for k, v in (item.split("=") for item in items)}
+    return name, {k: knobs.ALL_KNOBS[k].kind(v) for k, v in (item.split("=") for item in items)}
 
 
 def run_specs(specs, rows: dict[str, Row], prompts, target, factories: dict[str, DrafterFactory], sampling,

@@ -4,6 +4,7 @@
     eagle3  an EAGLE-3 head in any published layout (core/eagle3/dialects.py; `--draft` folder or Hub id;
             default: the embedded head)
     lookup  prompt lookup: no weights at all
+    (each model drafter's knob lookup_mix mixes prompt lookup's q into its own: core/drafters/lookup_mix.py)
     self    the target's own first ℓ_self layers and its exit head there (knob self_layer): any model drafts
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from core import knobs
 from core.drafters.contract import Drafter
 from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
+from core.drafters.lookup_mix import LookupMix
 from core.eagle3.loading import DEFAULT_HEAD, HeadLoadError, head_for
 from core.model.causal_lm import CausalLM
 from core.model.loading import DEFAULT_DRAFT, ModelLoadError, denied_line, hub_offline, hub_reachable, load_model
@@ -111,7 +113,12 @@ def drafter_factory(name: str, target: CausalLM, draft: str | None = None, devic
     name, a bad knob), ModelLoadError or HeadLoadError with a one-line message."""
     if name not in REGISTRY:
         raise ValueError(f"unknown drafter '{name}' (choose from {', '.join(REGISTRY)})")
-    return REGISTRY[name].build(target, draft, device, knobs.drafter_options(name, options or {}))
+    opts = knobs.drafter_options(name, options or {})
+    mix = knobs.LOOKUP_MIX.check(opts.pop(knobs.LOOKUP_MIX.name, 0.0))
+    factory = REGISTRY[name].build(target, draft, device, opts)
+    if not mix:
+        return factory
+    return lambda: LookupMix(factory(), target.vocab_size, mix)
 
 
 __all__ = ["DEFAULT_DRAFTER", "DRAFTERS", "DrafterFactory", "drafter_factory", "HeadLoadError", "ModelLoadError"]

@@ -174,7 +174,12 @@ HEAD_INT8 = Knob("head_int8", "int8 head scores", str, "auto", "drafter eagle3: 
                  "models'); q changes, verification does not, so the output is unchanged (" + OURS + ")",
                  slider=False)
 
-DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {"self": (SELF_LAYER,), "eagle3": (HEAD_INT8,)}  # knobs a drafter reads (core/drafter_registry.py)
+LOOKUP_MIX = Knob("lookup_mix", "λ_lookup (prompt lookup's share of q)", float, 0.0, "a model drafter's q mixed with "
+                  "prompt lookup's where the path ends in an n-gram seen earlier in the text: (1 − λ)·q + λ·q_lookup; "
+                  "0 = off (" + OURS + ", core/drafters/lookup_mix.py)", 0, 1, step=0.05, slider=False)
+
+DRAFTER_KNOBS: dict[str, tuple[Knob, ...]] = {  # knobs a drafter reads (core/drafter_registry.py)
+    "self": (SELF_LAYER, LOOKUP_MIX), "eagle3": (HEAD_INT8, LOOKUP_MIX), "model": (LOOKUP_MIX,)}
 SAMPLING_KNOBS = (TEMPERATURE, TOP_P, SEED, MAX_NEW)
 ALL_KNOBS: dict[str, Knob] = {k.name: k for ks in (*METHOD_KNOBS.values(), *DRAFTER_KNOBS.values()) for k in ks}
 

@@ -8,6 +8,7 @@ import torch
 from core.ar import ARMethod
 from core.drafters.draft_lm import ModelDrafter
 from core.drafters.lookup import LookupDrafter
+from core.drafters.lookup_mix import LookupMix
 from core.eagle3.drafter import EagleDrafter
 from core.eagle3.loading import HeadLoadError, load_head
 from core.engine import Session
@@ -141,12 +142,15 @@ def sampling_setup(tmp_path, drafter):
     target = tiny_lm("llama", seed=0, vocab_size=V, num_hidden_layers=4)
     if drafter.startswith("eagle3"):
         head = head_of(target, tmp_path / "h", draft_vocab=8)
+        if drafter.endswith("mix"):  # prompt lookup mixed in: q changes where an n-gram matched (most rows here)
+            return target, lambda: LookupMix(EagleDrafter(head, target, "off"), V, 0.5)
         return target, lambda: EagleDrafter(head, target, "on" if drafter.endswith("int8") else "off")
     return target, lambda: LookupDrafter(V)
 
 
 @pytest.mark.parametrize("drafter,method", [("eagle3", "talon"), ("eagle3", "chain"), ("lookup", "talon"),
-                                            ("lookup", "chain"), ("eagle3-int8", "chain")])
+                                            ("lookup", "chain"), ("eagle3-int8", "chain"), ("eagle3-mix", "chain"),
+                                            ("eagle3-mix", "talon")])
 @pytest.mark.slow
 def test_sampling_on_new_drafters_reproduces_the_target_joint(tmp_path, drafter, method):
     target, make = sampling_setup(tmp_path, drafter)
