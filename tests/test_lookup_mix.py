@@ -24,15 +24,15 @@ PROMPT = [5, 17, 33, 8, 5, 17, 33, 8, 5, 17]  # "5 17" has been followed by 33 t
 
 
 class Fixed(BaseDrafter):
-    """A drafter whose rows are fixed logits over 8 columns (a reduced vocabulary's ids 0, 2, …, 14)."""
+    """A drafter whose rows are fixed logits over a reduced vocabulary: the even ids 0, 2, …, 38."""
     name = "fixed"
-    columns = torch.arange(0, 16, 2)
+    columns = torch.arange(0, 40, 2)
 
     def __init__(self) -> None:
-        self.z = torch.linspace(-1.0, 1.0, 8)
+        self.z = torch.linspace(-1.0, 1.0, 20)
 
     def propose(self, frontier, tree):
-        return self.z.expand(len(frontier), -1).clone()  # (F, 8)
+        return self.z.expand(len(frontier), -1).clone()  # (F, 20)
 
     def begin(self, ids):
         pass
@@ -45,23 +45,22 @@ class Fixed(BaseDrafter):
 
 
 def test_q_is_the_drafters_where_no_ngram_matched_and_the_mixture_where_one_did():
-    V = 40
+    V, text = 40, [4, 16, 32, 8, 4, 16, 32, 8, 4, 16, 33, 8, 4]
     mixed = LookupMix(Fixed(), V, 0.4)
-    assert mixed.columns is None and mixed.identity == "fixed|lookup0.4" and mixed.runs_model
-    mixed.begin(PROMPT)
+    assert torch.equal(mixed.columns, Fixed.columns) and mixed.identity == "fixed|lookup0.4" and mixed.runs_model
+    mixed.begin(text)
     tree = DraftTree()
-    a = tree.add(33, ROOT, 0.5, 0.5)  # "… 5 17" -> 33: the text followed "17" (and "5 17") with 33 twice
-    b = tree.add(19, ROOT, 0.5, 0.5)  # "… 17 19": no n-gram ends in 19
-    q = torch.softmax(mixed.propose([ROOT, a, b], tree), -1)  # (3, V)
-    q_drafter = torch.zeros(V).index_copy_(0, Fixed.columns, torch.softmax(Fixed().z, -1))
-    assert torch.allclose(q[2], q_drafter, atol=1e-6)  # no match: the drafter's own q, over V
-    lookup = LookupDrafter(V)
-    lookup.begin(PROMPT)
-    for row, node in ((0, ROOT), (1, a)):
-        q_lookup = torch.softmax(lookup.propose([node], tree)[0], -1)
-        assert torch.allclose(q[row], 0.6 * q_drafter + 0.4 * q_lookup, atol=1e-6)
-    assert float(q[0, 33]) == pytest.approx(0.4)  # 33 is outside the drafter's columns: lookup alone proposes it
-    assert float(q[1, 8]) > 0.4  # after "17 33" the text went on with 8 every time
+    a = tree.add(16, ROOT, 0.5, 0.5)  # "… 8 4 16": the text went on with 32 once and 33 once
+    b = tree.add(18, ROOT, 0.5, 0.5)  # "… 4 18": no n-gram ends in 18
+    q = torch.softmax(mixed.propose([ROOT, a, b], tree), -1)  # (3, 20) over the even ids
+    q_drafter = torch.softmax(Fixed().z, -1)
+    assert torch.allclose(q[2], q_drafter, atol=1e-6)  # no match: the drafter's own q
+    col = {int(t): i for i, t in enumerate(Fixed.columns)}
+    assert torch.allclose(q[0], 0.6 * q_drafter + 0.4 * torch.eye(20)[col[16]], atol=1e-6)  # "8 4" -> 16 every time
+    lookup_share = torch.zeros(20)
+    lookup_share[col[32]] = 0.4 / 2  # 33 is outside the drafter's ids: its half of λ is left out, the row
+    expected = 0.6 * q_drafter + lookup_share  # renormalised (only -inf cannot be proposed)
+    assert torch.allclose(q[1], expected / expected.sum(), atol=1e-6)
 
 
 def test_every_tree_on_a_mixed_drafter_equals_ar(tmp_path):

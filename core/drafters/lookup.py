@@ -35,16 +35,27 @@ class LookupDrafter(BaseDrafter):
     def room(self) -> int:
         return 1 << 30
 
+    def follows(self, frontier: list[int], tree: DraftTree) -> list[Counter | None]:
+        """Per frontier node: how often each token followed the longest suffix of its context (committed text, then
+        its path) seen earlier in the text; None where no suffix was."""
+        out: list[Counter | None] = []
+        for node in frontier:
+            path = [] if node == ROOT else [tree.tokens[i] for i in path_to(tree.parents, node)]
+            context = (self.ids[-self.max_ngram:] + path)[-self.max_ngram:]  # only the last n tokens are matched
+            found = None
+            for n in range(len(context), 0, -1):
+                found = self.index.get(tuple(context[-n:]))
+                if found:
+                    break
+            out.append(found or None)
+        return out
+
     def propose(self, frontier: list[int], tree: DraftTree) -> torch.Tensor:
         out = torch.full((len(frontier), self.vocab_size), float("-inf"))
-        for row, node in enumerate(frontier):
-            context = self.ids + ([] if node == ROOT else [tree.tokens[i] for i in path_to(tree.parents, node)])
-            for n in range(min(self.max_ngram, len(context)), 0, -1):
-                follow = self.index.get(tuple(context[-n:]))
-                if follow:
-                    toks = torch.tensor(list(follow.keys()))
-                    out[row, toks] = torch.tensor(list(follow.values()), dtype=torch.float32).log()
-                    break
+        for row, follow in enumerate(self.follows(frontier, tree)):
+            if follow:
+                toks = torch.tensor(list(follow.keys()))
+                out[row, toks] = torch.tensor(list(follow.values()), dtype=torch.float32).log()
         return out  # (F, V)
 
     def accept(self, path: list[int], feats: torch.Tensor | None) -> None:

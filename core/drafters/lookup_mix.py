@@ -17,13 +17,14 @@ from __future__ import annotations
 import torch
 
 from core.draft_tree import DraftTree
-from core.drafters.contract import BaseDrafter, Drafter, Shallow, widen
+from core.drafters.contract import BaseDrafter, Drafter, Shallow
 from core.drafters.lookup import LookupDrafter
 
 
 class LookupMix(BaseDrafter):
-    """`inner` with prompt lookup's distribution mixed into its rows at share λ where an n-gram matched. Scores the
-    whole vocabulary (a repeated token need not be in a reduced draft vocabulary); everything else is inner's."""
+    """`inner` with prompt lookup's counts mixed into its rows at share λ where an n-gram matched. Scores inner's
+    columns: a repeated token outside a reduced draft vocabulary cannot be proposed, as with inner alone (its share
+    of λ is left out and the row renormalised), so trees keep being shaped over the head's own ids."""
 
     def __init__(self, inner: Drafter, vocab_size: int, mix: float) -> None:
         if not 0.0 < mix <= 1.0:
@@ -31,7 +32,11 @@ class LookupMix(BaseDrafter):
         self.inner, self.vocab_size, self.mix = inner, vocab_size, mix
         self.lookup = LookupDrafter(vocab_size)
         self.name, self.taps, self.runs_model = inner.name, inner.taps, inner.runs_model
-        self.columns = None
+        self.columns = inner.columns
+        self.column_of = None  # (V,): target id -> its column, -1 where the drafter has none
+        if self.columns is not None:
+            self.column_of = torch.full((vocab_size,), -1, dtype=torch.long)
+            self.column_of[self.columns.cpu()] = torch.arange(len(self.columns))
 
     def __getattr__(self, attr: str):
         """What a particular drafter adds to the contract (a head's info, its draft vocabulary) is inner's."""
@@ -55,13 +60,20 @@ class LookupMix(BaseDrafter):
         return self.inner.room()
 
     def propose(self, frontier: list[int], tree: DraftTree) -> torch.Tensor:
-        z = widen(self.inner.propose(frontier, tree), self.inner.columns, self.vocab_size).float()  # (F, V)
-        z_lookup = self.lookup.propose(frontier, tree)  # (F, V): a row of -inf where no n-gram matched
-        matched = ~torch.isneginf(z_lookup).all(-1)  # (F,)
-        if bool(matched.any()):
-            q = ((1.0 - self.mix) * torch.softmax(z[matched], -1)
-                 + self.mix * torch.softmax(z_lookup[matched], -1))  # (M, V)
-            z[matched] = q.log()  # a token neither proposes stays -inf: it cannot be proposed
+        z = self.inner.propose(frontier, tree)  # (F, C) over inner's columns, or (F, V)
+        follows = self.lookup.follows(frontier, tree)
+        rows = [r for r, f in enumerate(follows) if f]
+        if not rows:
+            return z
+        z = z.float()
+        q = (1.0 - self.mix) * torch.softmax(z[rows], -1)  # (M, C)
+        for i, r in enumerate(rows):
+            tokens = torch.tensor(list(follows[r].keys()))
+            share = torch.tensor(list(follows[r].values()), dtype=torch.float32)
+            share = self.mix * share / share.sum()
+            cols = tokens if self.column_of is None else self.column_of[tokens]
+            q[i].index_add_(0, cols[cols >= 0].to(q.device), share[cols >= 0].to(q.device))
+        z[rows] = q.log()  # a token neither proposes stays -inf: it cannot be proposed
         return z
 
     def accept(self, path: list[int], feats: torch.Tensor | None) -> None:
