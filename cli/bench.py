@@ -77,6 +77,8 @@ def parse_spec(spec: str, base: dict, drafter: str) -> tuple[str, str, str, dict
         key = key.replace("-", "_")
         kn[key] = int(value) if value.lstrip("-").isdigit() else value if key in STR_KNOBS else float(value)
     options = knobs.drafter_options(drafter, kn)
+    if not options.get(knobs.LOOKUP_MIX.name):  # off: the key (and the JSON's per-drafter fields) as without the knob
+        options.pop(knobs.LOOKUP_MIX.name, None)
     return spec, name, ":".join([drafter] + [f"{k}={v}" for k, v in options.items()]), kn
 
 

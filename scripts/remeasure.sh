@@ -26,6 +26,8 @@
 #   real-fp32 (12) every method and drafter against AR in fp32 (the ≠AR column must read 0)
 #   real-code (5)  the held-out code requests (rows 13–24 of real.jsonl): AR, TALON at auto, chains, SpecBound fast,
 #                  two repeats
+#   real-long (16) whole answers: 256 new tokens on the chat requests (rows 1–12), then the code ones (13–24): AR,
+#                  TALON at auto with and without prompt lookup mixed into the head's q (lookup_mix), chain@lookup
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bash scripts/remeasure.sh OUT [section ...]}
@@ -99,6 +101,13 @@ for s in "${sections[@]}"; do
       sed -n 13,24p assets/prompts/real.jsonl > "$code"
       python -m cli.bench --model smollm2 --prompts "$code" --limit 12 --max-new-tokens 64 --repeat 2 \
         --methods ar,talon@eagle3:preset=auto,chain@eagle3,chain@lookup,specbound:preset=fast ;;
+    real-long)
+      long=ar,talon@eagle3:preset=auto,talon@eagle3:preset=auto:lookup_mix=0.6,chain@lookup
+      for rows in 1,12 13,24; do
+        part=$(mktemp --suffix=.jsonl)
+        sed -n "${rows}p" assets/prompts/real.jsonl > "$part"
+        python -m cli.bench --model smollm2 --prompts "$part" --limit 12 --max-new-tokens 256 --methods "$long"
+      done ;;
     profile)
       python scripts/step_profile.py ;;
     rows)

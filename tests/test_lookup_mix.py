@@ -88,3 +88,15 @@ def test_the_knob_wraps_a_drafter_from_the_registry_and_the_bench_and_bad_shares
         with pytest.raises(ValueError) as err:
             drafter_factory("eagle3", target, folder, options={"lookup_mix": bad})
         assert "λ_lookup" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_page_mixes_lookup_in_when_asked_and_refuses_a_bad_share_in_one_line():
+    import gradio as gr
+    from tests.handler_helpers import step
+    out = step(None, drafter="eagle3", lookup_mix=0.5)
+    assert dict(out["run"].config.knobs)["lookup_mix"] == 0.5 and out["run"].traces[0].tau >= 1
+    with pytest.raises(gr.Error, match="λ_lookup") as exc:
+        step(out["run"], drafter="eagle3", lookup_mix=1.5)
+    assert "\n" not in str(exc.value) and "Traceback" not in str(exc.value)
+    again = step(out["run"], drafter="eagle3", lookup_mix=0.5)  # the same settings continue the same run
+    assert len(again["run"].traces) == 2

@@ -15,7 +15,7 @@ from ui import learn
 from ui.knobs import (OURS, PRESETS, SPECBOUND_KNOBS, SPECBOUND_PRESETS, TALON_KNOBS, Knob, apply_preset,
                       apply_specbound_preset)
 from core.drafter_registry import REGISTRY, offered_drafters
-from core.knobs import DRAFTER_KNOBS, MU_SCHEDULE, SELF_LAYER
+from core.knobs import DRAFTER_KNOBS, LOOKUP_MIX, MU_SCHEDULE, SELF_LAYER
 from core.trees.mu_schedule import ADAPTIVE, FIXED, AdaptiveMu
 from ui.models import DEFAULT_DRAFTER
 from ui.views import exit_panels, tree_panels
@@ -134,6 +134,13 @@ def self_layer_input() -> gr.Number:
                      min_width=160)
 
 
+def lookup_mix_input() -> gr.Slider:
+    """λ_lookup: prompt lookup's share of a model drafter's q where the path repeats the text (0 = off)."""
+    k = LOOKUP_MIX
+    return gr.Slider(k.minimum, k.maximum, value=k.default, step=k.step, label=k.page_text,
+                     info=f"drafters eagle3, model and self: {k.info}", elem_id="talon-lookup-mix", min_width=160)
+
+
 def specbound_config(v: dict) -> tuple[str | None, str, dict]:
     layers = (v.get("exit_layers") or "").strip()
     return None, "embedded", {"exit_layers": layers} if layers else {}
@@ -174,11 +181,13 @@ TALON = ViewSpec(
         Control("auto", lambda: gr.Checkbox(False, label="auto: choose N per step for this machine (N above is "
                                                          "the cap) and fit T_shape to the drafter", elem_id="talon-auto")),
         Control("self_layer", self_layer_input),
+        Control("lookup_mix", lookup_mix_input),
         Control("mu_schedule", lambda: gr.Radio([("fixed", FIXED), ("adaptive", ADAPTIVE)], value=FIXED,
                                                 label=MU_SCHEDULE.label, info=f"adaptive: {AdaptiveMu().rule} ({OURS})",
                                                 elem_id="talon-mu-schedule")),
     ),
-    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat", "self_layer", "mu_schedule"),
+    api_inputs=("target", "draft", "show_pruned", "drafter", "auto", "chat", "self_layer", "mu_schedule",
+                "lookup_mix"),
     config=talon_config,
     learn=("Learn: steps, trees, the gate, drafters and hardware",
            learn.STEP, learn.TREE, learn.GATE, learn.FEATURES, learn.HARDWARE, learn.KEYS),
