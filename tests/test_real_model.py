@@ -80,21 +80,24 @@ def test_its_own_heads_are_found_by_name_and_by_folder(smol):
 
 
 def drafted_methods():
-    """(drafter, [(label, method)]) for every method and drafter this model runs."""
+    """(drafter, its knobs, [(label, method)]) for every method and drafter this model runs."""
     return [
-        ("eagle3", [("talon", build_method("talon")), ("static", build_method("static")),
-                    ("chain", build_method("chain"))]),
-        ("lookup", [("talon@lookup", build_method("talon", N=12, K=2, mu=0.1))]),
-        ("self", [("talon@self", build_method("talon", N=4, K=2, mu=0.1))]),
-        (None, [("specbound", build_method("specbound")), ("specbound fast", build_method("specbound", preset="fast"))]),
+        ("eagle3", {}, [("talon", build_method("talon")), ("static", build_method("static")),
+                        ("chain", build_method("chain"))]),
+        ("eagle3", {"lookup_mix": 0.6}, [("talon+lookup_mix", build_method("talon", N=12, K=2, mu=0.1)),
+                                         ("chain+lookup_mix", build_method("chain"))]),
+        ("lookup", {}, [("talon@lookup", build_method("talon", N=12, K=2, mu=0.1))]),
+        ("self", {}, [("talon@self", build_method("talon", N=4, K=2, mu=0.1))]),
+        (None, {}, [("specbound", build_method("specbound")),
+                    ("specbound fast", build_method("specbound", preset="fast"))]),
     ]
 
 
 @pytest.mark.slow
 def test_every_method_equals_ar_in_fp32(smol, prompts):
     reference = ARReference(headroom=0)
-    for drafter, methods in drafted_methods():
-        make = drafter_factory(drafter, smol) if drafter else None
+    for drafter, options, methods in drafted_methods():
+        make = drafter_factory(drafter, smol, options=options) if drafter else None
         report = check_greedy_equivalence(smol, make, prompts, methods, max_new_tokens=24, reference=reference)
         assert report.compared == len(prompts) * len(methods)
         assert not report.near_ties and not report.failures, report.near_ties + report.failures

@@ -78,8 +78,10 @@ depths (the inputs of an early, a middle and a late layer), fuses them into one 
 decoder layer on it together with the token's embedding. To draft deeper it feeds its own output state
 back in place of the target's, which it does not have yet for drafted tokens. *model* is a separate
 1-layer draft LM and *lookup* copies what followed the longest earlier match in the text (no weights);
-the tree panel says which one proposed each tree, and Σp(u) beside τ is the drafter's own estimate of
-how many of its tokens the target accepts: compare it with the accepted count to see how calibrated it is."""
+**λ_lookup** mixes lookup's guess into a model drafter's q wherever the drafted path repeats the text, which
+pays once an answer starts repeating itself (lists, its own phrases). The tree panel says which one proposed
+each tree, and Σp(u) beside τ is the drafter's own estimate of how many of its tokens the target accepts:
+compare it with the accepted count to see how calibrated it is."""
 
 HARDWARE = """**Why the best tree is small on a CPU and large on a GPU.** Verifying a tree is one target forward
 over all its nodes. On a CPU that forward costs about linearly in the number of tokens (see the cost curve
