@@ -4,8 +4,9 @@
     eagle3  an EAGLE-3 head in any published layout (core/eagle3/dialects.py; `--draft` folder or Hub id;
             default: the embedded head)
     lookup  prompt lookup: no weights at all
-    (each model drafter's knob lookup_mix mixes prompt lookup's q into its own: core/drafters/lookup_mix.py)
     self    the target's own first ℓ_self layers and its exit head there (knob self_layer): any model drafts
+
+Every drafter that runs a model also takes the knob lookup_mix, which wraps it in core/drafters/lookup_mix.py.
 """
 from __future__ import annotations
 

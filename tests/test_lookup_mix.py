@@ -10,7 +10,6 @@ from core.ar import ARMethod
 from core.draft_tree import DraftTree
 from core.drafter_registry import drafter_factory
 from core.drafters.contract import BaseDrafter
-from core.drafters.lookup import LookupDrafter
 from core.drafters.lookup_mix import LookupMix
 from core.eagle3.drafter import EagleDrafter
 from core.engine import Session

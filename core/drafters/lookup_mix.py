@@ -27,8 +27,7 @@ class LookupMix(BaseDrafter):
     of λ is left out and the row renormalised), so trees keep being shaped over the head's own ids."""
 
     def __init__(self, inner: Drafter, vocab_size: int, mix: float) -> None:
-        if not 0.0 < mix <= 1.0:
-            raise ValueError(f"lookup_mix must be in (0, 1], got {mix}")
+        """mix: λ, checked where the knob enters (core/drafter_registry.py: knobs.LOOKUP_MIX)."""
         self.inner, self.vocab_size, self.mix = inner, vocab_size, mix
         self.lookup = LookupDrafter(vocab_size)
         self.name, self.taps, self.runs_model = inner.name, inner.taps, inner.runs_model
@@ -65,16 +64,16 @@ class LookupMix(BaseDrafter):
         rows = [r for r, f in enumerate(follows) if f]
         if not rows:
             return z
-        z = z.float()
-        q = (1.0 - self.mix) * torch.softmax(z[rows], -1)  # (M, C)
+        matched = torch.tensor(rows, device=z.device)
+        q = (1.0 - self.mix) * torch.softmax(z.float()[matched], -1)  # (M, C)
         for i, r in enumerate(rows):
             tokens = torch.tensor(list(follows[r].keys()))
             share = torch.tensor(list(follows[r].values()), dtype=torch.float32)
             share = self.mix * share / share.sum()
             cols = tokens if self.column_of is None else self.column_of[tokens]
             q[i].index_add_(0, cols[cols >= 0].to(q.device), share[cols >= 0].to(q.device))
-        z[rows] = q.log()  # a token neither proposes stays -inf: it cannot be proposed
-        return z
+        # a new tensor (inner's stays as it gave it); a token neither proposes stays -inf: it cannot be proposed
+        return z.float().index_copy(0, matched, q.log())
 
     def accept(self, path: list[int], feats: torch.Tensor | None) -> None:
         self.inner.accept(path, feats)

@@ -52,7 +52,8 @@ class FusedHead:
         keys, values = kv(0, qk[nh:], out[:, n_qk:].view(T, nkv, D).transpose(0, 1))  # each (nkv, S, D)
         att = F.scaled_dot_product_attention(qk[:nh][None].to(keys.dtype), keys[None], values[None],
                                              attn_mask=mask, enable_gqa=nh != nkv)[0]  # (nh, T, D)
-        h = (normed_state if c.norm_before_residual else state) + self.o(att.transpose(0, 1).reshape(T, nh * D).to(emb.dtype))
+        residual = normed_state if c.norm_before_residual else state
+        h = residual + self.o(att.transpose(0, 1).reshape(T, nh * D).to(emb.dtype))
         gate, up = self.gate_up(rms_norm(h, mid.post_attention_layernorm.weight, c.rms_norm_eps)).split(
             c.intermediate_size, -1)  # each (T, I)
         return h + self.down(mid.mlp.act(gate) * up)
