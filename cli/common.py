@@ -89,7 +89,7 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--drafter", default=DEFAULT_DRAFTER, choices=DRAFTERS,
                     help=f"chain / static / talon: where q comes from (default: {DEFAULT_DRAFTER}, "
                          "the best measured on the embedded target)")
-    _knob_flags(ap.add_argument_group("the drafter's own knobs"), sum(knobs.DRAFTER_KNOBS.values(), ()), seen)
+    add_drafter_knob_flags(ap, seen)
     ap.add_argument("--draft", default=None, help="the drafter's weights: a draft LM (model) or an EAGLE-3 head "
                                                   "folder (eagle3); local folder or Hub id (default: embedded)")
     ap.add_argument("--device", default="auto", type=device_arg, help="auto | cpu | cuda | cuda:N")
@@ -97,6 +97,12 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
                     help="wrap each prompt as one user turn in the target's chat template (add_generation_prompt, "
                          "no system prompt, enable_thinking off unless SPECSCOPE_CHAT_THINKING=on); auto: when "
                          "the tokenizer has a template (default auto)")
+
+
+def add_drafter_knob_flags(ap: argparse.ArgumentParser, seen: set[str] | None = None) -> None:
+    """Every drafter's own knobs, each flag once: several drafters share one (lookup_mix)."""
+    _knob_flags(ap.add_argument_group("the drafter's own knobs"), sum(knobs.DRAFTER_KNOBS.values(), ()),
+                set() if seen is None else seen)
 
 
 def drafter_knobs(args: argparse.Namespace) -> dict:

@@ -4,8 +4,7 @@
 """
 from __future__ import annotations
 
-from cli.common import OneLineParser, device_arg, drafter_knobs, fail, run_main
-from core import knobs
+from cli.common import OneLineParser, add_drafter_knob_flags, device_arg, drafter_knobs, fail, run_main
 from core.auto.cost_model import CONTEXT, measure_costs
 from core.drafter_registry import DEFAULT_DRAFTER, DRAFTERS, HeadLoadError, drafter_factory
 from core.model.loading import DEFAULT_TARGET, DTYPE_CHOICES, ModelLoadError, load_model, why_dtype
@@ -20,8 +19,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES, help="auto: bf16 where the device computes it "
                     "natively, else fp32")
     ap.add_argument("--reps", type=int, default=9)
-    for k in sum(knobs.DRAFTER_KNOBS.values(), ()):
-        ap.add_argument(k.flag, type=float, default=None, dest=k.name, help=f"{k.label}: {k.help}")
+    add_drafter_knob_flags(ap)
     args = ap.parse_args(argv)
     try:
         target = load_model(args.model, args.device, args.dtype)

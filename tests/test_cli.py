@@ -1,7 +1,9 @@
 """The generate / bench CLI contract: output fields, and one-line errors (exit 2, no traceback) on bad input."""
+import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -215,3 +217,15 @@ def test_auto_variants_script_runs_patched_constants_beside_fixed_budgets(prompt
     assert rows[-1].split(" | ")[2] == "1.000"
     bad = subprocess.run(cmd + ["--variants", "auto;NO_SUCH=1"], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "NO_SUCH=1" in bad.stderr
+
+
+CLI_MAINS = sorted(p.stem for p in Path("cli").glob("*.py") if "def main(argv" in p.read_text())
+
+
+@pytest.mark.parametrize("name", CLI_MAINS)
+def test_every_cli_builds_its_parser(name, capsys):
+    """--help builds the whole parser: a flag declared twice (a knob several drafters share) fails here, not on
+    a user's first run."""
+    with pytest.raises(SystemExit) as exc:
+        importlib.import_module(f"cli.{name}").main(["--help"])
+    assert exc.value.code == 0 and "usage:" in capsys.readouterr().out
