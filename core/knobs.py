@@ -176,7 +176,7 @@ HEAD_INT8 = Knob("head_int8", "int8 head scores", str, "auto", "drafter eagle3: 
 
 LOOKUP_MIX = Knob("lookup_mix", "λ_lookup (prompt lookup's share of q)", float, 0.0, "a model drafter's q mixed with "
                   "prompt lookup's where the path ends in an n-gram seen earlier in the text: (1 − λ)·q + λ·q_lookup; "
-                  "0 = off (" + OURS + ", core/drafters/lookup_mix.py)", 0, 1, step=0.05, slider=False,
+                  "0 = off (" + OURS + ", core/drafters/lookup_mix.py)", 0, 1, step=0.05, slider=False, link="lam",
                   page_help="Prompt lookup's share of the drafter's q where the drafted path ends in words the text "
                   "has already said: (1 − λ)·q + λ·q_lookup, so trees follow what an answer repeats; 0 = off. The "
                   f"output is unchanged ({OURS}).")

@@ -62,8 +62,9 @@ def test_two_clients_keep_separate_state(app_url):
 def test_link_and_import_endpoints(app_url):
     from gradio_client import handle_file
     client = Client(app_url, verbose=False)
-    link = client.predict("def f(x):", *KNOBS[:8], "lookup", False, api_name="/talon_link")
+    link = client.predict("def f(x):", *KNOBS[:8], "lookup", False, 0.4, api_name="/talon_link")
     assert link.startswith("?tab=talon&p=def%20f%28x%29%3A") and "N=16" in link and "drafter=lookup" in link
+    assert "lam=0.4" in link  # λ_lookup travels with the link
     for _ in range(2):
         talon_step(client, example_prompts()[0])
     path, data = client.predict(api_name="/export_talon")

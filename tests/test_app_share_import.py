@@ -29,9 +29,10 @@ def opened(fields: list[str], updates) -> list:
 def test_share_link_round_trip_fills_the_same_knobs():
     from ui.share import FIELDS, apply_link, share_query
     n_talon = len(FIELDS["talon"])
-    talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.5, 0.7, 3, 24, "lookup", True]
+    talon = ["a prompt & more\nsecond line", 16, 4, 0.05, 2, 0.5, 0.7, 3, 24, "lookup", True, 0.6]  # ..., λ_lookup
     query = share_query("talon", dict(zip(FIELDS["talon"], talon)))
     assert query.startswith("?tab=talon&p=") and "&K=4&" in query and "seed=3" in query and "N=16" in query and "T=0.5" in query
+    assert "lam=0.6" in query
     assert "max_new" not in query and "new=24" in query  # short names
     out = apply_link(gr.Request(query_params=link_params("http://host/" + query)))
     assert out[0].selected == "talon" and "Opened a shared link" in out[1].value
@@ -56,6 +57,8 @@ def test_share_link_clamps_and_ignores_with_a_visible_message():
     assert "drafter=" in msg and "__theme" not in msg
     assert out[0] == gr.skip() or isinstance(out[0], dict)  # no valid tab: stays where it is
     assert out[3] == 128  # N, clamped
+    lam = apply_link(gr.Request(query_params={"tab": "talon", "lam": "1.5"}))
+    assert "must be between 0 and 1: 1.5 is used as 1" in lam[1].value and 1.0 in lam[2:]
     nothing = apply_link(gr.Request(query_params={}))
     assert all(isinstance(v, dict) for v in nothing[1:])  # no message, nothing changed
 

@@ -23,6 +23,8 @@ from ui.view_specs import VIEWS
 
 TABS = (*VIEWS, "compare", "tune")
 KNOBS = {k.name: k for ks in (*VIEW_KNOBS.values(), SAMPLING_KNOBS) for k in ks}
+KNOBS |= {c.name: ALL_KNOBS[c.name] for v in VIEWS.values() for c in v.controls  # a knob drawn as a control (λ_lookup)
+          if c.name in ALL_KNOBS and ALL_KNOBS[c.name].link}
 PARAMS = {k.link: k.name for k in KNOBS.values() if k.link}  # query parameter -> knob (declared with the knob)
 NAMES = {knob: param for param, knob in PARAMS.items()}
 CONTROLS = {"drafter": "drafter", "auto": "auto", "layers": "exit_layers"}  # query parameter -> a view's control
@@ -33,7 +35,7 @@ DEFAULT_LAYERS = ALL_KNOBS["exit_layers"].default
 def link_fields(view: str) -> list[str]:
     """The components a link fills in a stepping view, in this order (app.py wires the same order): the prompt,
     its knobs, the sampling knobs, then its controls that a link carries."""
-    controls = [c.name for c in VIEWS[view].controls if c.name in CONTROLS.values()]
+    controls = [c.name for c in VIEWS[view].controls if c.name in CONTROLS.values() or c.name in KNOBS]
     return ["prompt", *(k.name for k in VIEW_KNOBS[view]), *(k.name for k in SAMPLING_KNOBS), *controls]
 
 
