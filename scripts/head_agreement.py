@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file, as the docstring shows
 
 from cli.eagle3_batches import Features
 from cli.train_eagle3 import evaluate_features, new_head

@@ -22,13 +22,11 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 def folder_of(name: str) -> str:
     """A real model's name (cli.get_model) to its folder; anything else is passed through as a folder."""
-    from core.model.real_models import REAL_MODELS, complete, model_dir
-    if name in REAL_MODELS:
-        folder = model_dir(name)
-        if not complete(folder):
-            sys.exit(f"'{name}' is not fetched here yet: python -m cli.get_model {name}")
-        return str(folder)
-    return name
+    from core.model.real_models import REAL_MODELS, complete, resolve
+    folder = resolve(name)
+    if name in REAL_MODELS and not complete(Path(folder)):
+        sys.exit(f"'{name}' is not fetched here yet: python -m cli.get_model {name}")
+    return folder
 
 
 @torch.inference_mode()
