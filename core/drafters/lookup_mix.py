@@ -65,7 +65,8 @@ class LookupMix(BaseDrafter):
         if not rows:
             return z
         matched = torch.tensor(rows, device=z.device)
-        q = (1.0 - self.mix) * torch.softmax(z.float()[matched], -1)  # (M, C)
+        zf = z.float()  # a bf16 head's rows are converted once
+        q = (1.0 - self.mix) * torch.softmax(zf[matched], -1)  # (M, C)
         for i, r in enumerate(rows):
             tokens = torch.tensor(list(follows[r].keys()))
             share = torch.tensor(list(follows[r].values()), dtype=torch.float32)
@@ -73,7 +74,7 @@ class LookupMix(BaseDrafter):
             cols = tokens if self.column_of is None else self.column_of[tokens]
             q[i].index_add_(0, cols[cols >= 0].to(q.device), share[cols >= 0].to(q.device))
         # a new tensor (inner's stays as it gave it); a token neither proposes stays -inf: it cannot be proposed
-        return z.float().index_copy(0, matched, q.log())
+        return zf.index_copy(0, matched, q.log())
 
     def accept(self, path: list[int], feats: torch.Tensor | None) -> None:
         self.inner.accept(path, feats)
